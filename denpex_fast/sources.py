@@ -1,0 +1,287 @@
+"""Inputs: which files a scan reads, and how their bytes are decoded.
+
+``resolve_inputs`` turns what the user named (files, directories, ``-`` for
+stdin) into :class:`Input` records; ``open_reader`` gives a ``readinto``
+interface over plain, gzip and zstd inputs.  Compression is recognised by
+magic bytes, not by file name.
+
+Defined outcomes for awkward inputs:
+
+* directory: expanded recursively (sorted; symlinks to directories are not
+  followed unless ``follow_symlinks=True``);
+* FIFO, socket, character/block device (``/dev/zero``): refused with a
+  ``not-regular`` error and never read, so a scan cannot block or run forever;
+* missing or unreadable file: an ``open`` error naming the path;
+* truncated or corrupt gzip/zstd: every row before the damage is kept and a
+  ``corrupt`` error names the file;
+* ``max_decompressed`` bytes or ``max_ratio`` (decompressed/compressed) exceeded
+  by a compressed input: a ``limit`` error; the rows found so far are kept.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import IO, Any
+
+import isal.isal_zlib as _zlib
+
+from .errors import FileError, file_error_from_os
+
+try:  # Python 3.14+
+    from compression import zstd as _zstd  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the Python version
+    from backports import zstd as _zstd  # type: ignore[no-redef]
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+STDIN = "-"
+
+RAW_CHUNK = 256 << 10  # compressed bytes fed to a decoder per call
+
+
+class CorruptInput(Exception):
+    """A compressed stream is damaged or ends early."""
+
+
+class LimitExceeded(Exception):
+    """A decompression size or ratio limit was reached."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input stream.
+
+    ``name`` is the path as the user named it (the ``file`` column);
+    ``path`` the bytes path to open (None for stdin); ``compression`` is
+    ``None``, ``"gzip"`` or ``"zstd"``; ``size`` the on-disk size.
+    """
+
+    name: str
+    path: bytes | None
+    compression: str | None
+    size: int
+
+
+def display_name(path: bytes) -> str:
+    """A valid-UTF-8 display form of a path (undecodable bytes as ``\\xNN``)."""
+    return path.decode("utf-8", "backslashreplace")
+
+
+def sniff(head: bytes) -> str | None:
+    """Compression of a stream from its first bytes."""
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd"
+    return None
+
+
+def _classify(path: bytes, st: os.stat_result) -> Input | FileError:
+    name = display_name(path)
+    if not stat.S_ISREG(st.st_mode):
+        return FileError(name, "not-regular",
+                         "not a regular file (FIFO, socket or device); refused", None)
+    try:
+        with open(path, "rb", buffering=0) as f:
+            head = f.read(4)
+    except OSError as exc:
+        return file_error_from_os(name, exc)
+    return Input(name, path, sniff(head), st.st_size)
+
+
+def resolve_inputs(paths: Iterable[str | bytes | os.PathLike[Any]], *,
+                   follow_symlinks: bool = False) -> tuple[list[Input], list[FileError]]:
+    """Expand user paths into inputs (in order) and errors for the unusable ones."""
+    inputs: list[Input] = []
+    errors: list[FileError] = []
+    for raw in paths:
+        if raw == STDIN or raw == STDIN.encode():
+            inputs.append(Input(STDIN, None, None, 0))
+            continue
+        path = os.fsencode(raw)
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            errors.append(file_error_from_os(display_name(path), exc))
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            _walk(path, inputs, errors, follow_symlinks)
+            continue
+        item = _classify(path, st)
+        (inputs if isinstance(item, Input) else errors).append(item)  # type: ignore[arg-type]
+    return inputs, errors
+
+
+def _walk(root: bytes, inputs: list[Input], errors: list[FileError], follow: bool) -> None:
+    seen: set[tuple[int, int]] = set()
+
+    def onerror(exc: OSError) -> None:
+        errors.append(file_error_from_os(display_name(os.fsencode(exc.filename or root)), exc))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=follow):
+        if follow:  # symlink loops: never enter the same directory twice
+            st = os.stat(dirpath)
+            if (st.st_dev, st.st_ino) in seen:
+                dirnames[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
+        dirnames.sort()
+        for fn in sorted(filenames):
+            full = os.path.join(dirpath, fn)
+            try:
+                st = os.stat(full) if follow else os.lstat(full)
+            except OSError as exc:
+                errors.append(file_error_from_os(display_name(full), exc))
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                continue  # links are followed only when asked
+            item = _classify(full, st)
+            (inputs if isinstance(item, Input) else errors).append(item)  # type: ignore[arg-type]
+
+
+class _Decoded:
+    """``readinto`` over a compressed stream, with end-of-stream checks.
+
+    Multi-member gzip and multi-frame zstd are read to the end; a stream that
+    stops inside a member/frame raises :class:`CorruptInput`.
+    """
+
+    def __init__(self, raw: IO[bytes], kind: str, max_out: int | None,
+                 max_ratio: float | None, head: bytes = b"") -> None:
+        self._raw = raw
+        self._kind = kind
+        self._pending = head
+        self._dec = self._new_decoder()
+        self._started = False
+        self._eof_raw = False
+        self._max_out = max_out
+        self._max_ratio = max_ratio
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    def _new_decoder(self) -> Any:
+        if self._kind == "gzip":
+            return _zlib.decompressobj(wbits=31)
+        return _zstd.ZstdDecompressor()
+
+    def _refill(self) -> None:
+        if not self._pending and not self._eof_raw:
+            chunk = self._raw.read(RAW_CHUNK)
+            if not chunk:
+                self._eof_raw = True
+            self.bytes_in += len(chunk)
+            self._pending = chunk
+
+    def readinto(self, mv: memoryview) -> int:
+        want = len(mv)
+        while True:
+            self._refill()
+            if self._dec_finished():
+                # a finished member/frame: continue with the next one, if any
+                rest = self._unused()
+                if rest:
+                    self._pending = rest + self._pending
+                if not self._pending:
+                    if self._eof_raw:
+                        return 0
+                    continue
+                self._dec = self._new_decoder()
+                self._started = False
+                continue
+            if not self._pending and self._eof_raw:
+                if self._kind == "zstd" and self._started and not self._dec.needs_input:
+                    out = bytes(self._dec.decompress(b"", max_length=want))  # drain
+                    if out:
+                        mv[:len(out)] = out
+                        self.bytes_out += len(out)
+                        self._check_limits()
+                        return len(out)
+                if self._started:
+                    raise CorruptInput("compressed stream ends early (truncated archive)")
+                return 0
+            data, self._pending = self._pending, b""
+            try:
+                out = self._decompress(data, want)
+            except (_zlib.error, _zstd.ZstdError, EOFError) as exc:
+                raise CorruptInput(f"corrupt compressed data: {exc}") from None
+            self._started = True
+            if out:
+                n = len(out)
+                mv[:n] = out
+                self.bytes_out += n
+                self._check_limits()
+                return n
+
+    def _decompress(self, data: bytes, want: int) -> bytes:
+        d = self._dec
+        if self._kind == "gzip":
+            out = d.decompress(data, want)
+            self._pending = d.unconsumed_tail + self._pending
+            return bytes(out)
+        return bytes(d.decompress(data, max_length=want))
+
+    def _dec_finished(self) -> bool:
+        return bool(self._started and self._dec.eof)
+
+    def _unused(self) -> bytes:
+        return bytes(self._dec.unused_data)
+
+    def _check_limits(self) -> None:
+        if self._max_out is not None and self.bytes_out > self._max_out:
+            raise LimitExceeded(f"decompressed size exceeds the limit of {self._max_out} bytes")
+        if (self._max_ratio is not None and self.bytes_out > (1 << 20)
+                and self.bytes_out > self._max_ratio * max(self.bytes_in, 1)):
+            raise LimitExceeded(
+                f"decompression ratio exceeds {self._max_ratio:g}:1 (possible decompression bomb)")
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+class _Plain:
+    """``readinto`` over an uncompressed stream (stdin, or read mode)."""
+
+    def __init__(self, raw: IO[bytes], head: bytes = b"") -> None:
+        self._raw = raw
+        self._head = head
+
+    def readinto(self, mv: memoryview) -> int:
+        if self._head:
+            n = min(len(self._head), len(mv))
+            mv[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._raw.readinto(mv) or 0
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+def open_reader(inp: Input, *, max_decompressed: int | None = None,
+                max_ratio: float | None = None) -> Any:
+    """A reader with ``readinto(memoryview) -> int`` and ``close()`` for ``inp``.
+
+    stdin is sniffed for compression from its first bytes.
+    """
+    if inp.path is None:
+        raw: IO[bytes] = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)
+        head = raw.read(4) or b""
+        kind = sniff(head)
+        if kind:
+            return _Decoded(raw, kind, max_decompressed, max_ratio, head)
+        return _Plain(raw, head)
+    raw = open(inp.path, "rb", buffering=0)
+    try:
+        fd_mode = os.fstat(raw.fileno()).st_mode
+        if not stat.S_ISREG(fd_mode):  # replaced by a FIFO/device since resolve
+            raise OSError(0, "not a regular file (FIFO, socket or device); refused")
+    except BaseException:
+        raw.close()
+        raise
+    if inp.compression:
+        return _Decoded(raw, inp.compression, max_decompressed, max_ratio)
+    return _Plain(raw)
