@@ -45,7 +45,7 @@ def _cdef_text() -> str:
 def _compile_args() -> list[str]:
     args = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
     if os.environ.get("DENPEX_SANITIZE") == "1":
-        args += ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+        args += ["-O1", "-g", "-DDX_USE_MALLOC", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                  "-fno-sanitize-recover=undefined"]
     else:
         args += ["-O3"]

@@ -357,24 +357,55 @@ dx_result *dx_result_new(void) {
     return r;
 }
 
+/* Column buffers live in their own anonymous mappings, grown with mremap:
+ * growth never copies, and freeing returns the memory to the OS at once
+ * (glibc's heap keeps freed multi-MB blocks of worker-thread arenas, so a
+ * dropped table would otherwise leave RSS high).  Sanitizer builds use
+ * malloc so ASan sees every access. */
+#if defined(DX_USE_MALLOC) || !defined(__linux__)
+static void *region_grow(void *p, size_t old, size_t size) {
+    (void)old;
+    return realloc(p, size);
+}
+static void region_free(void *p, size_t size) {
+    (void)size;
+    free(p);
+}
+#else
+static void *region_grow(void *p, size_t old, size_t size) {
+    void *q = p ? mremap(p, old, size, MREMAP_MAYMOVE)
+                : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return q == MAP_FAILED ? NULL : q;
+}
+static void region_free(void *p, size_t size) {
+    if (p) munmap(p, size);
+}
+#endif
+
 void dx_result_free(dx_result *r) {
     if (!r) return;
-    free(r->line);
-    free(r->offset);
-    free(r->match_end);
-    free(r->sig);
-    free(r->file);
-    free(r->text_offsets);
-    free(r->text);
+    size_t cap = (size_t)r->cap_rows;
+    if (cap) {
+        region_free(r->line, cap * sizeof(uint64_t));
+        region_free(r->offset, cap * sizeof(uint64_t));
+        region_free(r->match_end, cap * sizeof(uint64_t));
+        region_free(r->sig, cap * sizeof(uint32_t));
+        region_free(r->file, cap * sizeof(uint32_t));
+        region_free(r->text_offsets, (cap + 1) * sizeof(int32_t));
+    } else {
+        free(r->text_offsets); /* the initial one-entry array */
+    }
+    if (r->text_cap) region_free(r->text, (size_t)r->text_cap);
     free(r);
 }
 
 static int grow_rows(dx_result *r) {
-    uint64_t cap = r->cap_rows ? r->cap_rows * 2 : 256;
+    size_t old = (size_t)r->cap_rows;
+    size_t cap = old ? old * 2 : 1024;
     void *p;
-#define GROW(field, type)                                           \
-    p = realloc(r->field, (size_t)cap * sizeof(type));              \
-    if (!p) return -1;                                              \
+#define GROW(field, type)                                                        \
+    p = region_grow(r->field, old * sizeof(type), cap * sizeof(type));          \
+    if (!p) return -1;                                                           \
     r->field = p;
     GROW(line, uint64_t)
     GROW(offset, uint64_t)
@@ -382,8 +413,15 @@ static int grow_rows(dx_result *r) {
     GROW(sig, uint32_t)
     GROW(file, uint32_t)
 #undef GROW
-    p = realloc(r->text_offsets, (size_t)(cap + 1) * sizeof(int32_t));
-    if (!p) return -1;
+    if (old == 0) {
+        p = region_grow(NULL, 0, (cap + 1) * sizeof(int32_t));
+        if (!p) return -1;
+        ((int32_t *)p)[0] = 0;
+        free(r->text_offsets);
+    } else {
+        p = region_grow(r->text_offsets, (old + 1) * sizeof(int32_t), (cap + 1) * sizeof(int32_t));
+        if (!p) return -1;
+    }
     r->text_offsets = p;
     r->cap_rows = cap;
     return 0;
@@ -395,10 +433,10 @@ static int grow_rows(dx_result *r) {
 static int reserve_text(dx_result *r, uint64_t extra) {
     uint64_t want = r->text_len + extra;
     if (want <= r->text_cap) return 0;
-    uint64_t cap = r->text_cap ? r->text_cap : 4096;
+    uint64_t cap = r->text_cap ? r->text_cap : 65536;
     while (cap < want) cap *= 2;
     if (cap > TEXT_LIMIT + 16) cap = TEXT_LIMIT + 16;
-    char *p = realloc(r->text, (size_t)cap);
+    char *p = region_grow(r->text, (size_t)r->text_cap, (size_t)cap);
     if (!p) return -1;
     r->text = p;
     r->text_cap = cap;

@@ -208,6 +208,7 @@ class Scanner:
         self._db = self._build_database()
         self._sig_dictionary = pa.array(self.signature_ids, pa.string())
         self._local = threading.local()
+        self.stream_chunk = STREAM_CHUNK
 
     # -- database ---------------------------------------------------------
     def _expressions(self) -> tuple[list[bytes], list[int], list[int], list[tuple[str, int]]]:
@@ -382,8 +383,8 @@ class Scanner:
         sink.names = [i.name for i in inputs]
         names = pa.array(sink.names, pa.string())
         n_threads = threads or default_threads()
-        if unit_size < (1 << 20):
-            raise ValueError("unit_size must be at least 1 MiB")
+        if unit_size < 1:
+            raise ValueError("unit_size must be positive")
         tasks = list(self._plan(inputs, mmap, unit_size))
         total = sum(i.size for i in inputs)
         flag = cancel or _native.CancelFlag()
@@ -473,7 +474,7 @@ class Scanner:
                 return FileError(name, "not-regular", exc.strerror or str(exc))
             return file_error_from_os(name, exc)
         o = self.options
-        buf = bytearray(STREAM_CHUNK)
+        buf = bytearray(min(self.stream_chunk, o.max_piece))
         fill = base_off = base_line = line_start = 0
         eof = False
         try:
@@ -635,6 +636,7 @@ def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:
     s._db = _native.Database.deserialize(blob, len(s.signature_ids))
     s._sig_dictionary = pa.array(s.signature_ids, pa.string())
     s._local = threading.local()
+    s.stream_chunk = STREAM_CHUNK
     return s
 
 
