@@ -1,0 +1,271 @@
+"""The ``denpex`` command line.
+
+``denpex scan`` is grep-shaped: ``path:line:signature:text`` on stdout, exit
+status 0 when something matched, 1 when nothing did, 2 on any error (with
+``-q``, a match wins over an error, as in grep).  Progress and messages go to
+stderr, so stdout stays machine-readable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_MATCH, EXIT_NONE, EXIT_ERROR = 0, 1, 2
+
+
+def _stderr_console(quiet: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, quiet=quiet, highlight=False)
+
+
+def parse_pattern_file(path: str) -> dict[str, list[str]]:
+    """Patterns from ``-f FILE``: ``ID=REGEX`` or bare ``REGEX`` lines, ``#`` comments.
+
+    Bare expressions get ids ``<file-stem>-<line number>``.
+    """
+    out: dict[str, list[str]] = {}
+    stem = Path(path).stem
+    with open(path, encoding="utf-8") as f:
+        for n, raw in enumerate(f, start=1):
+            line = raw.rstrip("\r\n")
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            sig, sep, expr = line.partition("=")
+            if sep and sig and all(c.isalnum() or c in "-_." for c in sig):
+                out.setdefault(sig, []).append(expr)
+            else:
+                out.setdefault(f"{stem}-{n}", []).append(line)
+    if not out:
+        raise click.BadParameter(f"{path}: no patterns", param_hint="-f/--file")
+    return out
+
+
+def _build_scanner(exprs: Sequence[str], files: Sequence[str], signature_dirs: Sequence[str],
+                   ignore_case: bool, max_count: int, max_text: int) -> Any:
+    from .scanner import Scanner
+
+    patterns: dict[str, list[str]] = {}
+    toml_files: list[str] = []
+    for e in exprs:
+        sig, sep, expr = e.partition("=")
+        if not sep or not sig:
+            raise click.BadParameter(f"expected ID=REGEX, got {e!r}", param_hint="-e/--regexp")
+        patterns.setdefault(sig, []).append(expr)
+    for f in files:
+        if f.endswith(".toml"):
+            toml_files.append(f)
+        else:
+            for sig, pats in parse_pattern_file(f).items():
+                patterns.setdefault(sig, []).extend(pats)
+    kw: dict[str, Any] = dict(max_rows_per_signature=max_count, max_text=max_text,
+                              caseless=ignore_case)
+    if toml_files:
+        from .signatures import load_signatures
+
+        kb = load_signatures(toml_files, builtin=False)
+        patterns = {**kb.patterns(), **patterns}
+    if patterns:
+        return Scanner(patterns=patterns, **kw)
+    return Scanner(list(signature_dirs) or None, **kw)
+
+
+def _write_table(table: Any, out: str) -> None:
+    import pyarrow as pa
+
+    suffix = Path(out).suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, out)
+    elif suffix in (".arrow", ".feather", ".ipc"):
+        import pyarrow.feather as feather
+
+        feather.write_feather(table, out)
+    elif suffix == ".csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(table.cast(pa.schema([
+            pa.field(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
+            for f in table.schema])), out)
+    else:
+        raise click.BadParameter(f"unknown output format {suffix!r} (use .parquet, .arrow or .csv)",
+                                 param_hint="-o/--output")
+
+
+def _progress(console: Any, enabled: bool) -> Any:
+    """A rich progress bar on stderr (bytes, rate, ETA), or None when not a TTY."""
+    if not enabled or not console.is_terminal:
+        return None
+    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
+                               TimeRemainingColumn, TransferSpeedColumn)
+
+    return Progress(TextColumn("scanning"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                    TimeRemainingColumn(), console=console, transient=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="denpex_fast")
+def main() -> None:
+    """Index and diagnose distributed-training failure logs."""
+
+
+@main.command("scan")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("-e", "--regexp", "exprs", multiple=True, metavar="ID=REGEX",
+              help="Scan for this Hyperscan expression under signature ID (repeatable).")
+@click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Patterns from FILE: a signature .toml, or ID=REGEX / REGEX lines (repeatable).")
+@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
+              help="Extra signature directory or file, overriding built-ins by id (repeatable).")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON Lines output: begin/match/end/summary messages.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the match table to a .parquet, .arrow or .csv file instead.")
+@click.option("-j", "--threads", type=click.IntRange(1), default=None,
+              help="Scanning threads (default: all cores).")
+@click.option("-i", "--ignore-case", is_flag=True, help="Case-insensitive patterns.")
+@click.option("-m", "--max-count", type=click.IntRange(1), default=10_000, show_default=True,
+              help="Rows kept per (file, signature); counts stay exact.")
+@click.option("--max-text", type=click.IntRange(1, 1 << 24), default=1024, show_default=True,
+              help="Bytes of each matched line kept in the text column.")
+@click.option("--no-mmap", is_flag=True, help="Read files with read() instead of mapping them.")
+@click.option("-L", "--follow", is_flag=True, help="Follow symbolic links in directories.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status.")
+@click.option("-s", "--no-messages", is_flag=True, help="Do not print per-file errors.")
+@click.option("--stats", is_flag=True, help="Print counts per signature and totals to stderr.")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Progress bar on stderr (only when stderr is a terminal).")
+def scan_cmd(paths: tuple[str, ...], exprs: tuple[str, ...], files: tuple[str, ...],
+             signature_dirs: tuple[str, ...], as_json: bool, output: str | None,
+             threads: int | None, ignore_case: bool, max_count: int, max_text: int,
+             no_mmap: bool, follow: bool, quiet: bool, no_messages: bool, stats: bool,
+             progress: bool) -> None:
+    """Scan PATHS (files, directories, .gz/.zst, - for stdin) for failure signatures.
+
+    Without -e/-f the built-in signature knowledge base is used.
+    Exit status: 0 if any line matched, 1 if none, 2 on error.
+    """
+    from .errors import DenpexError
+
+    console = _stderr_console(quiet)
+    try:
+        scanner = _build_scanner(exprs, files, signature_dirs, ignore_case, max_count, max_text)
+    except (DenpexError, OSError) as exc:
+        console.print(f"denpex: {exc}", style="red", markup=False)
+        sys.exit(EXIT_ERROR)
+
+    bar = _progress(console, progress and not quiet)
+    task = bar.add_task("scan", total=None) if bar else None
+
+    def on_progress(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total or None)
+
+    if bar:
+        bar.start()
+    try:
+        result = scanner.run(list(paths), threads=threads, errors="collect", mmap=not no_mmap,
+                             follow_symlinks=follow, progress=on_progress if bar else None)
+    except KeyboardInterrupt:
+        console.print("denpex: interrupted", style="red")
+        sys.exit(130)
+    finally:
+        if bar:
+            bar.stop()
+
+    table = result.table
+    if not no_messages:
+        for e in result.errors:
+            console.print(f"denpex: {e.path}: {e.message}", style="red", markup=False)
+    if output and not quiet:
+        _write_table(table, output)
+    elif as_json and not quiet:
+        _print_json(result)
+    elif not quiet:
+        _print_text(table)
+    if stats:
+        _print_stats(console, result)
+    matched = table.num_rows > 0
+    if result.errors and not (quiet and matched):
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_MATCH if matched else EXIT_NONE)
+
+
+def _print_text(table: Any) -> None:
+    out = sys.stdout
+    cols = table.select(["file", "line", "signature", "text"]).to_pydict()
+    write = out.write
+    for f, ln, sig, text in zip(cols["file"], cols["line"], cols["signature"], cols["text"]):
+        write(f"{f}:{ln}:{sig}:{text}\n")
+    out.flush()
+
+
+def _print_json(result: Any) -> None:
+    from .scanner import MATCH_SCHEMA
+
+    out = sys.stdout
+    schema = MATCH_SCHEMA.metadata[b"denpex.schema"].decode()
+    current = None
+    for row in result.table.select(["file", "line", "offset", "match_end", "signature",
+                                    "text"]).to_pylist():
+        if row["file"] != current:
+            if current is not None:
+                out.write(json.dumps({"type": "end", "data": {"path": current}}) + "\n")
+            current = row["file"]
+            out.write(json.dumps({"type": "begin", "data": {"path": current}}) + "\n")
+        out.write(json.dumps({"type": "match", "schema_version": schema, "data": {
+            "path": row["file"], "line_number": row["line"], "absolute_offset": row["offset"],
+            "match_end": row["match_end"], "signature": row["signature"], "text": row["text"]}})
+            + "\n")
+    if current is not None:
+        out.write(json.dumps({"type": "end", "data": {"path": current}}) + "\n")
+    out.write(json.dumps({"type": "summary", "data": {
+        "stats": result.stats, "errors": [e.to_dict() for e in result.errors],
+        "counts": result.counts.to_pylist()}}) + "\n")
+    out.flush()
+
+
+def _print_stats(console: Any, result: Any) -> None:
+    import pyarrow.compute as pc
+
+    by_sig = result.counts.group_by("signature").aggregate([("lines", "sum"), ("kept", "sum")])
+    by_sig = by_sig.sort_by([("lines_sum", "descending")])
+    for row in by_sig.to_pylist():
+        n = row["lines_sum"]
+        console.print(f"{row['signature']}: {n} matching line{'' if n == 1 else 's'} "
+                      f"({row['kept_sum']} kept)",
+                      markup=False)
+    s = result.stats
+    mb = s["bytes"] / 1e6
+    rate = mb / s["seconds"] if s["seconds"] else 0.0
+    total = pc.sum(result.counts.column("lines")).as_py() or 0
+    console.print(f"{s['files']} files, {mb:.1f} MB, {total} matching lines, "
+                  f"{s['seconds']:.2f} s ({rate:.0f} MB/s)", markup=False)
+
+
+def sample_job_path() -> Path:
+    """The bundled sample job (a failed 4-rank run) used by ``denpex demo``."""
+    from importlib.resources import files
+
+    return Path(str(files("denpex_fast.samples") / "sample_job"))
+
+
+@main.command("demo")
+@click.option("-j", "--threads", type=click.IntRange(1), default=None, help="Scanning threads.")
+def demo_cmd(threads: int | None) -> None:
+    """Scan the bundled sample job with the built-in knowledge base."""
+    path = sample_job_path()
+    click.echo(f"# scanning the sample job at {path}", err=True)
+    ctx = click.get_current_context()
+    ctx.invoke(scan_cmd, paths=(str(path),), threads=threads, stats=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,104 @@
+"""The denpex command line: output formats and grep exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from denpex_fast.cli import main, parse_pattern_file
+
+LOG = b"ok\n[rank2]: CUDA out of memory. Tried\n[rank0]: Watchdog caught collective operation timeout\n"
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    p = tmp_path / "rank.log"
+    p.write_bytes(LOG)
+    return p
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DENPEX_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def run(*args: str, input: bytes | None = None):
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def test_text_output_and_exit_zero(log: Path) -> None:
+    r = run("scan", str(log), "-e", "oom=CUDA out of memory", "-e", "wd=Watchdog caught")
+    assert r.exit_code == 0
+    assert r.stdout.splitlines() == [
+        f"{log}:2:oom:[rank2]: CUDA out of memory. Tried",
+        f"{log}:3:wd:[rank0]: Watchdog caught collective operation timeout",
+    ]
+
+
+def test_no_match_exits_one(log: Path) -> None:
+    r = run("scan", str(log), "-e", "x=never printed")
+    assert r.exit_code == 1 and r.stdout == ""
+
+
+def test_error_exits_two_and_names_file(log: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.log"
+    r = run("scan", str(log), str(missing), "-e", "oom=CUDA out of memory")
+    assert r.exit_code == 2
+    assert f"{missing}" in r.stderr and "No such file" in r.stderr
+    assert "oom" in r.stdout  # the readable file was still scanned
+    r = run("scan", str(log), str(missing), "-q", "-e", "oom=CUDA out of memory")
+    assert r.exit_code == 0 and r.stdout == ""  # -q: a match wins, as in grep
+
+
+def test_bad_pattern_exits_two_naming_signature(log: Path) -> None:
+    r = run("scan", str(log), "-e", "broken=(unclosed")
+    assert r.exit_code == 2 and "broken" in r.stderr
+
+
+def test_json_lines(log: Path) -> None:
+    r = run("scan", str(log), "--json", "-e", "oom=CUDA out of memory")
+    msgs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [m["type"] for m in msgs] == ["begin", "match", "end", "summary"]
+    m = msgs[1]["data"]
+    assert (m["line_number"], m["absolute_offset"], m["signature"]) == (2, 3, "oom")
+    assert msgs[-1]["data"]["counts"][0]["lines"] == 1
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow", ".csv"])
+def test_output_file(log: Path, tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / f"m{suffix}"
+    r = run("scan", str(log), "-o", str(out), "-e", "oom=CUDA out of memory")
+    assert r.exit_code == 0 and out.stat().st_size > 0
+    if suffix == ".parquet":
+        t = pq.read_table(out)
+        assert t.column("line").to_pylist() == [2]
+        assert str(t.schema.field("signature").type).startswith("dictionary")
+
+
+def test_pattern_file_and_stdin(tmp_path: Path) -> None:
+    pf = tmp_path / "pats.txt"
+    pf.write_text("# comment\noom=CUDA out of memory\nWatchdog caught\n")
+    assert parse_pattern_file(str(pf)) == {"oom": ["CUDA out of memory"],
+                                           "pats-3": ["Watchdog caught"]}
+    # CliRunner replaces sys.stdin with a BytesIO that has no file descriptor,
+    # so stdin is exercised in a real process
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", "from denpex_fast.cli import main; main()", "scan",
+                        "-", "-f", str(pf)], input=LOG, capture_output=True, timeout=60,
+                       env={**os.environ})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().splitlines() == [
+        "-:2:oom:[rank2]: CUDA out of memory. Tried",
+        "-:3:pats-3:[rank0]: Watchdog caught collective operation timeout"]
+
+
+def test_stats_to_stderr(log: Path) -> None:
+    r = run("scan", str(log), "--stats", "-e", "oom=CUDA out of memory")
+    assert "oom: 1 matching line" in r.stderr and "1 files" in r.stderr
