@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import have, record
-
 import denpex_fast as dx
+
+from conftest import have, record
 
 SLICE = 64 << 20
 
@@ -73,7 +73,7 @@ def test_ripgrep(benchmark, corpus: Path, pattern_set: dict) -> None:
 
     def run() -> float:
         t0 = time.perf_counter()
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p = subprocess.run(cmd, capture_output=True)
         assert p.returncode in (0, 1), p.stderr[:500]
         return time.perf_counter() - t0
 
@@ -137,7 +137,7 @@ def test_pypi_hyperscan_with_callback(benchmark, corpus: Path, pattern_set: dict
                 off = end
 
         benchmark.pedantic(run, rounds=2, iterations=1, warmup_rounds=0)
-        del view
+        view.release()
     record("PyPI hyperscan + Python callback", corpus.stat().st_size, benchmark.stats.stats.min)
 
 

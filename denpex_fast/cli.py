@@ -9,7 +9,6 @@ stderr, so stdout stays machine-readable.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -104,8 +103,14 @@ def _progress(console: Any, enabled: bool) -> Any:
     """A rich progress bar on stderr (bytes, rate, ETA), or None when not a TTY."""
     if not enabled or not console.is_terminal:
         return None
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
-                               TimeRemainingColumn, TransferSpeedColumn)
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
     return Progress(TextColumn("scanning"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     TimeRemainingColumn(), console=console, transient=True)

@@ -7,15 +7,14 @@ implements every check itself, so loading needs no JSON Schema library.
 
 Example::
 
-    >>> from denpex_fast.signatures import load_signatures
-    >>> kb = load_signatures()
-    >>> sig = kb["nccl-watchdog-timeout"]
-    >>> sig.role, sig.severity
-    ('symptom', 'fatal')
-    >>> kb.patterns()["nccl-watchdog-timeout"]        # what the scanner compiles
-    ['Watchdog caught collective operation timeout: WorkNCCL\\\\(SeqNum=\\\\d+']
-    >>> kb.extract_fields("nccl-watchdog-timeout", line)
-    {'seqnum': '2301', 'timeout_ms': '600000'}
+    from denpex_fast.signatures import load_signatures
+
+    kb = load_signatures()                      # built-ins + user sources
+    sig = kb["os-sigkill"]
+    print(sig.role, sig.severity, sig.fix)
+    patterns = kb.patterns()                    # {id: [expression, ...]} for the scanner
+    kb.extract_fields("os-sigkill", "  traceback : Signal 9 (SIGKILL) received by PID 81234")
+    # -> {'pid': '81234'}
 
 Sources and precedence (each later source overrides earlier ones entry by
 entry, matched by ``id``):
@@ -49,13 +48,14 @@ import importlib.util
 import os
 import re
 import sys
-import tomllib
 import warnings as _warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeAlias
+
+import tomllib
 
 try:  # the project-wide exception tree, when present, owns SignatureError
     from denpex_fast.errors import SignatureError
@@ -79,10 +79,13 @@ __all__ = [
     "SignatureSet",
     "builtin_signature_dir",
     "check_signatures",
+    "dangling_references",
+    "env_signature_paths",
     "format_signature",
     "load_file",
     "load_signatures",
     "main",
+    "pyproject_signature_paths",
 ]
 
 SCHEMA = "denpex.signatures/1"

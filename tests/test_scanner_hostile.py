@@ -15,6 +15,7 @@ from backports import zstd
 import denpex_fast as dx
 from denpex_fast import _native
 from denpex_fast.errors import ScanError
+
 from conftest import is_root
 
 PATS = {"oom": ["CUDA out of memory"], "kill": ["SIGKILL"]}

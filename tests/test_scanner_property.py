@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from denpex_fast import _native
 from denpex_fast.scanner import Scanner
+
 from scan_oracle import oracle, sort_rows, table_rows
 
 PATTERNS = {
