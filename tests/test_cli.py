@@ -92,7 +92,7 @@ def test_pattern_file_and_stdin(tmp_path: Path) -> None:
 
     r = subprocess.run([sys.executable, "-c", "from denpex_fast.cli import main; main()", "scan",
                         "-", "-f", str(pf)], input=LOG, capture_output=True, timeout=60,
-                       env={**os.environ})
+                       env={**os.environ}, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().splitlines() == [
         "-:2:oom:[rank2]: CUDA out of memory. Tried",

@@ -244,7 +244,7 @@ def test_stdin(make_scanner, tmp_path: Path) -> None:
             "print(t.column('line').to_pylist(), t.column('file').to_pylist())")
     for payload in (b"x\n" + LINE, gzip.compress(b"x\n" + LINE)):
         out = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True,
-                             check=True, timeout=60).stdout
+                             check=True, timeout=60, cwd=tmp_path).stdout
         assert out.strip() == b"[2] ['-']"
 
 
