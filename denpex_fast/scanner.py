@@ -48,7 +48,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _native, cache
-from .errors import FileError, PatternError, ScanError, file_error_from_os
+from .errors import FileError, PatternError, ScanError, SignatureError, file_error_from_os
 from .sources import CorruptInput, Input, LimitExceeded, open_reader, resolve_inputs
 
 MATCH_SCHEMA = pa.schema([
@@ -238,7 +238,14 @@ class Scanner:
         except _native.CallError as exc:
             if exc.status == _native.ERR_COMPILE and 0 <= exc.expression < len(where):
                 sig, k = where[exc.expression]
-                raise PatternError(sig, k, self._patterns[sig][k], str(exc)) from None
+                err = PatternError(sig, k, self._patterns[sig][k], str(exc))
+                if self.signature_set is not None:  # name the signature file too
+                    from .signatures import _pattern_failure
+
+                    found = _pattern_failure(err, {s.id: s for s in self.signature_set})
+                    if found is not None:
+                        raise SignatureError(found[1]) from None
+                raise err from None
             if exc.status == _native.ERR_COMPILE:
                 raise PatternError("<pattern set>", -1, "", str(exc)) from None
             raise
@@ -643,13 +650,15 @@ def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:
 def _load_signature_set(signatures: Any) -> Any:
     from . import signatures as kb
 
+    # The Scanner compiles the patterns itself (and names the file of a
+    # refused pattern), so the loader does not compile them a second time.
     if signatures is None:
-        return kb.load_signatures()
+        return kb.load_signatures(validate_patterns=False)
     if hasattr(signatures, "patterns") and callable(signatures.patterns):
         return signatures
     if isinstance(signatures, (str, bytes, os.PathLike)):
         signatures = [signatures]
-    return kb.load_signatures(list(signatures))
+    return kb.load_signatures(list(signatures), validate_patterns=False)
 
 
 _DEFAULT: dict[tuple[Any, ...], Scanner] = {}
