@@ -23,7 +23,7 @@ from cffi import FFI, PkgConfigError
 
 HERE = pathlib.Path(__file__).resolve().parent
 HEADER = HERE / "denpex_scan.h"
-SOURCE = HERE / "denpex_scan.c"
+SOURCES = [HERE / "denpex_scan.c", HERE / "denpex_template.c"]
 
 INSTALL_HINT = (
     "denpex_fast needs the Hyperscan/Vectorscan library (libhs) and pkg-config to build.\n"
@@ -64,13 +64,13 @@ def make_builder(absolute_paths: bool = False) -> FFI:
     """Return the configured FFI builder (relative source paths for setuptools)."""
     builder = FFI()
     builder.cdef(_cdef_text())
-    source = SOURCE if absolute_paths else SOURCE.relative_to(HERE.parent)
+    sources = [s if absolute_paths else s.relative_to(HERE.parent) for s in SOURCES]
     try:
         builder.set_source_pkgconfig(
             "denpex_fast._denpex_scan",
             ["libhs"],
             '#include "denpex_scan.h"\n',
-            sources=[str(source)],
+            sources=[str(s) for s in sources],
             include_dirs=[str(HERE)],
             extra_compile_args=_compile_args(),
             extra_link_args=_link_args(),
@@ -84,10 +84,17 @@ def make_builder(absolute_paths: bool = False) -> FFI:
 ffibuilder = make_builder()
 
 if __name__ == "__main__":
-    # Development/sanitizer builds: `python csrc/build_ffi.py` puts the module
-    # into denpex_fast/ so the source tree imports it directly.
-    out = HERE.parent / "build" / "cffi"
+    # Development builds: `python csrc/build_ffi.py` puts the module into
+    # denpex_fast/ so the source tree imports it directly.  Sanitizer and fuzz
+    # builds pass a directory of their own (`python csrc/build_ffi.py DIR`) so
+    # the normal build is left alone.
+    if len(sys.argv) > 1:
+        dest = pathlib.Path(sys.argv[1]).resolve()
+        out = dest / "build-cffi"
+    else:
+        dest = HERE.parent / "denpex_fast"
+        out = HERE.parent / "build" / "cffi"
     so = make_builder(absolute_paths=True).compile(tmpdir=str(out), verbose=False)
-    target = HERE.parent / "denpex_fast" / pathlib.Path(so).name
+    target = dest / pathlib.Path(so).name
     pathlib.Path(so).replace(target)
     print("built", target)

@@ -494,7 +494,11 @@ static int store_row(scan_ctx *c, unsigned int id, uint64_t end, uint64_t last_b
      * max_text bytes into a long line, the max_text bytes ending there. */
     uint64_t mem_end = c->mem_base + c->mem_len;
     uint64_t lo = c->line_start > c->mem_base ? c->line_start : c->mem_base;
-    if (end > lo + o->max_text) lo = end - o->max_text;
+    int from_start = 1;
+    if (end > lo + o->max_text) {
+        lo = end - o->max_text;
+        from_start = 0;
+    }
     uint64_t limit = lo + o->max_text < mem_end ? lo + o->max_text : mem_end;
     uint64_t hi = limit;
     int at_eol = limit == mem_end;
@@ -505,6 +509,9 @@ static int store_row(scan_ctx *c, unsigned int id, uint64_t end, uint64_t last_b
             at_eol = 1;
         }
     }
+    /* a line of exactly max_text bytes ending in CR: its newline sits at
+     * `limit`, just outside the search, and the CR must still go */
+    if (from_start && !at_eol && c->mem[limit - c->mem_base] == '\n') at_eol = 1;
     if (hi < lo) hi = lo;
     if (at_eol && hi > lo && c->mem[hi - 1 - c->mem_base] == '\r') hi--;
 

@@ -127,6 +127,25 @@ int dx_scan_file(const dx_db *db, dx_scratch *scratch, const char *path,
 uint64_t dx_count_newlines(const char *data, uint64_t length);
 /* Copy with invalid UTF-8 replaced by U+FFFD; dst needs 3 * length bytes. */
 uint64_t dx_utf8_sanitize(const char *src, uint64_t length, char *dst);
+/* Line templates (csrc/denpex_template.c): lines with numbers, hex ids and
+ * absolute paths masked, hashed to 64 bits, kept in a set. */
+typedef struct dx_tset dx_tset;
+dx_tset *dx_tset_new(void);
+void dx_tset_free(dx_tset *set);
+uint64_t dx_tset_size(const dx_tset *set);
+int dx_tset_add(dx_tset *set, uint64_t hash);
+int dx_tset_contains(const dx_tset *set, uint64_t hash);
+/* Add the template of every line of data (split at '\n'). */
+int dx_tset_add_lines(dx_tset *set, const char *data, uint64_t length);
+/* Lines of data whose template is neither in `known` nor already in `seen`:
+ * each is added to `seen` and reported (1-based line counted from base_line,
+ * absolute offset, hash) until `cap` are found; *newlines gets the number of
+ * newlines in data.  Returns the number reported. */
+uint64_t dx_new_templates(const dx_tset *known, dx_tset *seen, const char *data, uint64_t length,
+                          uint64_t base_offset, uint64_t base_line, uint64_t *out_line,
+                          uint64_t *out_offset, uint64_t *out_hash, uint64_t cap,
+                          uint64_t *newlines);
+uint64_t dx_line_template_hash(const char *line, uint64_t length);
 /* CDEF END */
 
 #endif /* DENPEX_SCAN_H */

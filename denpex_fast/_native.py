@@ -335,3 +335,49 @@ def utf8_sanitize(data: bytes) -> bytes:
 
 
 UINT64_MAX = (1 << 64) - 1
+
+
+class TemplateSet:
+    """A set of line-template hashes (numbers, hex ids and paths masked), in C."""
+
+    __slots__ = ("_ptr",)
+
+    def __init__(self) -> None:
+        ptr = lib.dx_tset_new()
+        if ptr == ffi.NULL:
+            raise MemoryError("cannot allocate template set")
+        self._ptr = ffi.gc(ptr, lib.dx_tset_free)
+
+    def __len__(self) -> int:
+        return int(lib.dx_tset_size(self._ptr))
+
+    def __contains__(self, h: int) -> bool:
+        return bool(lib.dx_tset_contains(self._ptr, h))
+
+    def add_lines(self, data: Any, length: int) -> None:
+        """Add the template of every line of ``data[:length]``."""
+        if length and lib.dx_tset_add_lines(self._ptr, ffi.from_buffer(data), length) != OK:
+            raise MemoryError("cannot grow template set")
+
+    def new_lines(self, seen: TemplateSet, data: Any, length: int, *, base_offset: int,
+                  base_line: int, cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Lines whose template is neither here nor in ``seen`` (added to ``seen``).
+
+        Returns (line, offset, hash) arrays and the newline count of the data.
+        """
+        lines = np.empty(cap, np.uint64)
+        offsets = np.empty(cap, np.uint64)
+        hashes = np.empty(cap, np.uint64)
+        newlines = ffi.new("uint64_t *")
+        buf = ffi.from_buffer(data) if length else ffi.NULL
+        n = lib.dx_new_templates(
+            self._ptr, seen._ptr, buf, length, base_offset, base_line,
+            ffi.cast("uint64_t *", ffi.from_buffer(lines)),
+            ffi.cast("uint64_t *", ffi.from_buffer(offsets)),
+            ffi.cast("uint64_t *", ffi.from_buffer(hashes)), cap, newlines)
+        return lines[:n], offsets[:n], hashes[:n], int(newlines[0])
+
+
+def template_hash(line: bytes) -> int:
+    """The template hash of one line (for tests)."""
+    return int(lib.dx_line_template_hash(ffi.from_buffer(line), len(line)))

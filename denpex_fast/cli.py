@@ -255,6 +255,55 @@ def _print_stats(console: Any, result: Any) -> None:
                   f"{s['seconds']:.2f} s ({rate:.0f} MB/s)", markup=False)
 
 
+@main.command("diagnose")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="Report format on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
+              help="Extra signature directory or file, overriding built-ins by id (repeatable).")
+@click.option("-j", "--threads", type=click.IntRange(1), default=None,
+              help="Scanning threads (default: all cores).")
+@click.option("--tz", "default_tz", default="UTC", show_default=True,
+              help="Time zone of timestamps that carry none.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when a failure was diagnosed.")
+def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs: tuple[str, ...],
+                 threads: int | None, default_tz: str, exit_zero: bool) -> None:
+    """Diagnose a failed job: the rank and line that failed first, the collateral,
+    the fix and the command that verifies it.
+
+    PATHS: a job directory (one file per rank, a torchrun --log-dir tree, Slurm
+    outputs per node), files, .gz/.zst, or - for a pasted log on stdin.
+    Exit status: 0 no failure found, 1 failure diagnosed, 2 error.
+    """
+    from .diagnosis import diagnose
+    from .errors import DenpexError
+    from .report import render_text, to_json, to_markdown
+    from .scanner import Scanner
+
+    console = _stderr_console()
+    try:
+        scanner = Scanner(list(signature_dirs) or None)
+        d = diagnose(list(paths), scanner=scanner, threads=threads, default_tz=default_tz)
+    except (DenpexError, OSError, ValueError) as exc:
+        console.print(f"denpex: {exc}", style="red", markup=False)
+        sys.exit(EXIT_ERROR)
+    fmt = "json" if as_json else fmt
+    if fmt == "json":
+        click.echo(to_json(d))
+    elif fmt == "markdown":
+        click.echo(to_markdown(d))
+    else:
+        from rich.console import Console
+
+        render_text(d, Console(highlight=False))
+    if d.stats.get("files", 0) == 0:
+        sys.exit(EXIT_ERROR)
+    if exit_zero or d.verdict == "healthy":
+        sys.exit(EXIT_MATCH)
+    sys.exit(EXIT_NONE)
+
+
 def sample_job_path() -> Path:
     """The bundled sample job (a failed 4-rank run) used by ``denpex demo``."""
     from importlib.resources import files
@@ -263,13 +312,14 @@ def sample_job_path() -> Path:
 
 
 @main.command("demo")
-@click.option("-j", "--threads", type=click.IntRange(1), default=None, help="Scanning threads.")
-def demo_cmd(threads: int | None) -> None:
-    """Scan the bundled sample job with the built-in knowledge base."""
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="Report format on stdout.")
+def demo_cmd(fmt: str) -> None:
+    """Diagnose the bundled sample job (a failed 4-rank run)."""
     path = sample_job_path()
-    click.echo(f"# scanning the sample job at {path}", err=True)
+    click.echo(f"# diagnosing the sample job at {path}", err=True)
     ctx = click.get_current_context()
-    ctx.invoke(scan_cmd, paths=(str(path),), threads=threads, stats=True)
+    ctx.invoke(diagnose_cmd, paths=(str(path),), fmt=fmt, exit_zero=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

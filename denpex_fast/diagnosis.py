@@ -1,0 +1,313 @@
+"""Diagnose a failed distributed job: which rank and line failed first, what
+was only a consequence, what to change, and how to prove the change worked.
+
+    >>> import denpex_fast as dx
+    >>> d = dx.diagnose("job/")               # files, directories, .gz/.zst, "-"
+    >>> d.initiating.signature, d.initiating.rank, d.fix
+    >>> d.to_dict()                           # JSON, schema "denpex.diagnosis/1"
+
+Flow: sources -> scanner (match table) -> attribution (rank, host, ts) ->
+causal ranking (:mod:`denpex_fast.causal`) -> this module (collateral,
+competing hypotheses, fix lookup, rank fates) -> report renderers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from .causal import (
+    EXIT_FIELDS,
+    LAST_ENQUEUED_FIELDS,
+    SEQ_FIELDS,
+    SIGNAL_FIELDS,
+    STEP_FIELDS,
+    Event,
+    Ranking,
+    _num,
+    rank_events,
+)
+
+SCHEMA = "denpex.diagnosis/1"
+
+RANK_FATE_SCHEMA = pa.schema([
+    pa.field("rank", pa.int32()),
+    pa.field("host", pa.string()),
+    pa.field("first_error_signature", pa.string()),
+    pa.field("first_error_file", pa.string()),
+    pa.field("first_error_line", pa.uint64()),
+    pa.field("exit_code", pa.int32()),
+    pa.field("signal", pa.string()),
+    pa.field("torn_down_by", pa.string()),
+    pa.field("last_step", pa.int64()),
+    pa.field("last_collective_seq", pa.int64()),
+])
+
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV",
+           15: "SIGTERM"}
+# signatures whose presence on a rank means an outside actor tore it down
+AGENT_TEARDOWN = ("sigterm", "closing-signal", "death-signal")
+SCHEDULER_TEARDOWN = ("slurm-", "k8s-")
+
+
+@dataclass
+class Collateral:
+    """Consequences grouped by signature."""
+
+    signature: str
+    role: str
+    count: int
+    ranks: list[int]
+    hosts: list[str]
+    first: Event
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"signature": self.signature, "role": self.role, "count": self.count,
+                "ranks": self.ranks, "hosts": self.hosts, "first": self.first.to_dict()}
+
+
+@dataclass
+class Hypothesis:
+    """A look-alike failure with the evidence for and against it."""
+
+    signature: str
+    control: str
+    evidence_for: list[str]
+    evidence_against: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"signature": self.signature, "control": self.control,
+                "evidence_for": self.evidence_for, "evidence_against": self.evidence_against}
+
+
+@dataclass
+class Diagnosis:
+    """The verdict on one job; ``to_dict()`` is the stable JSON form."""
+
+    verdict: str                      # "initiating" | "abstain" | "healthy"
+    initiating: Event | None
+    confidence: float
+    reasons: list[str]
+    suspect_rank: int | None
+    collateral: list[Collateral]
+    competing: list[Hypothesis]
+    fix: dict[str, Any] | None
+    rank_fates: pa.Table
+    table: pa.Table
+    context: list[str] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (schema ``denpex.diagnosis/1``; keys are stable)."""
+        init = None
+        if self.initiating is not None:
+            init = {**self.initiating.to_dict(), "confidence": round(self.confidence, 3),
+                    "reasons": self.reasons}
+        fix = self.fix or {}
+        return {
+            "schema": SCHEMA,
+            "verdict": self.verdict,
+            "initiating": init,
+            "suspect_rank": self.suspect_rank,
+            "confidence": round(self.confidence, 3),
+            "reasons": self.reasons,
+            "collateral": [c.to_dict() for c in self.collateral],
+            "competing": [h.to_dict() for h in self.competing],
+            "fix": fix.get("fix"),
+            "root_cause": fix.get("root_cause"),
+            "verify": fix.get("verify"),
+            "checklist": fix.get("checklist", []),
+            "fix_id": fix.get("id"),
+            "fix_fields": fix.get("fields", {}),
+            "references": fix.get("references", []),
+            "evidence": {"context": self.context, "notes": self.notes},
+            "rank_fates": self.rank_fates.to_pylist(),
+            "errors": self.errors,
+            "stats": self.stats,
+        }
+
+    def summary_row(self) -> dict[str, Any]:
+        """One flat row per job (for the batch index)."""
+        i = self.initiating
+        return {
+            "initiating_signature": i.signature if i else None,
+            "initiating_rank": i.rank if i else self.suspect_rank,
+            "initiating_host": i.host if i else None,
+            "initiating_file": i.file if i else None,
+            "initiating_line": i.line if i else None,
+            "initiating_ts": i.ts if i else None,
+            "confidence": float(self.confidence),
+            "fix_id": (self.fix or {}).get("id"),
+            "verdict": self.verdict,
+            "n_matches": self.table.num_rows,
+            "n_causes": sum(1 for c in self.collateral if c.role == "cause") + (1 if i else 0),
+            "n_symptoms": sum(1 for c in self.collateral if c.role == "symptom"),
+            "n_ranks": self.rank_fates.num_rows,
+        }
+
+
+def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
+             default_tz: str = "UTC") -> Diagnosis:
+    """Scan ``paths`` (a job directory, files, ``-``) and diagnose the job.
+
+    Unreadable inputs do not stop the diagnosis; they are listed in
+    ``Diagnosis.errors``.
+    """
+    from .scanner import Scanner
+
+    t0 = time.perf_counter()
+    scanner = scanner or _default_scanner()
+    if not isinstance(scanner, Scanner):
+        raise TypeError("scanner must be a denpex_fast.Scanner")
+    result = scanner.run(paths, threads=threads, errors="collect")
+    d = diagnose_table(result.table, signatures=scanner.signature_set, default_tz=default_tz)
+    d.errors = [e.to_dict() for e in result.errors]
+    d.stats.update({"bytes": result.stats["bytes"], "files": result.stats["files"],
+                    "matches": result.table.num_rows,
+                    "seconds": round(time.perf_counter() - t0, 3)})
+    return d
+
+
+_SCANNER: Any = None
+
+
+def _default_scanner() -> Any:
+    global _SCANNER
+    if _SCANNER is None:
+        from .scanner import Scanner
+
+        _SCANNER = Scanner()
+    return _SCANNER
+
+
+def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str = "UTC",
+                   attributed: bool | None = None) -> Diagnosis:
+    """Diagnose from an existing match table (attributed or not)."""
+    from .signatures import load_signatures
+
+    kb = signatures if signatures is not None else load_signatures(validate_patterns=False)
+    notes: list[str] = []
+    if attributed is None:
+        attributed = table.num_rows > 0 and (table.column("rank").null_count < table.num_rows
+                                             or table.column("ts").null_count < table.num_rows)
+    if not attributed and table.num_rows:
+        from .attribution import attribute
+
+        att = attribute(table, default_tz=default_tz)
+        table, notes = att.table, list(att.notes)
+    ranking = rank_events(table, kb)
+    return _assemble(ranking, table, kb, notes)
+
+
+def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnosis:
+    first = r.initiating
+    collateral = _collateral(r.events, first)
+    competing = _competing(r, kb)
+    fix = _fix(first, kb)
+    context = [f"{e.where()}: {e.text}" for e in r.events if e.role == "context"][:20]
+    return Diagnosis(r.verdict, first, r.confidence, r.reasons, r.suspect_rank, collateral,
+                     competing, fix, rank_fates(r.events), table, context=context,
+                     stats={"matches": table.num_rows}, notes=notes)
+
+
+def _collateral(events: Iterable[Event], first: Event | None) -> list[Collateral]:
+    groups: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        if e is first or e.role == "context":
+            continue
+        groups[e.signature].append(e)
+    out = []
+    for sig, evs in groups.items():
+        evs.sort(key=lambda e: (e.t if e.t is not None else float("inf"), e.file, e.line))
+        out.append(Collateral(sig, evs[0].role, len(evs),
+                              sorted({e.rank for e in evs if e.rank is not None}),
+                              sorted({e.host for e in evs if e.host is not None}), evs[0]))
+    out.sort(key=lambda c: (c.role != "symptom", -c.count, c.signature))
+    return out
+
+
+def _competing(r: Ranking, kb: Any) -> list[Hypothesis]:
+    seen = {e.signature for e in r.events}
+    out: list[Hypothesis] = []
+    if r.initiating is not None:
+        try:
+            sig = kb[r.initiating.signature]
+        except KeyError:
+            sig = None
+        for cid, control in (sig.competing if sig else ()):
+            present = cid in seen
+            out.append(Hypothesis(
+                cid, control,
+                [f"{cid} was also matched in this job"] if present else [],
+                [] if present else [f"no line matched {cid}"]))
+    for c in r.candidates[:5]:
+        if any(h.signature == c.signature for h in out):
+            continue
+        against = ["it came later than the initiating event"]
+        if r.initiating is not None and c.t is None:
+            against = ["it has no timestamp to order it; it appears later in the logs"]
+        try:
+            control = "; ".join(kb[c.signature].checklist[:1])
+        except (KeyError, IndexError):
+            control = ""
+        out.append(Hypothesis(c.signature, control,
+                              [f"matched at {c.where()}" + (f" on rank {c.rank}" if c.rank is not None else "")],
+                              against))
+    return out
+
+
+def _fix(first: Event | None, kb: Any) -> dict[str, Any] | None:
+    if first is None:
+        return None
+    try:
+        sig = kb[first.signature]
+    except KeyError:
+        return None
+    return {"id": sig.id, "title": sig.title, "root_cause": sig.root_cause, "fix": sig.fix,
+            "verify": sig.verify, "checklist": list(sig.checklist), "fields": dict(first.fields),
+            "references": list(sig.references)}
+
+
+def rank_fates(events: Iterable[Event]) -> pa.Table:
+    """One row per rank: first error, exit code/signal, teardown, progress."""
+    rows: dict[int, dict[str, Any]] = {}
+    for e in sorted(events, key=lambda e: (e.t if e.t is not None else float("inf"), e.file, e.line)):
+        if e.rank is None:
+            continue
+        row = rows.setdefault(e.rank, {
+            "rank": e.rank, "host": e.host, "first_error_signature": None,
+            "first_error_file": None, "first_error_line": None, "exit_code": None,
+            "signal": None, "torn_down_by": None, "last_step": None, "last_collective_seq": None})
+        if row["host"] is None:
+            row["host"] = e.host
+        if row["first_error_signature"] is None and e.role in ("cause", "symptom") \
+                and e.severity in ("fatal", "error"):
+            row.update(first_error_signature=e.signature, first_error_file=e.file,
+                       first_error_line=e.line)
+        code = _num(e.fields, EXIT_FIELDS)
+        if code is not None:
+            row["exit_code"] = int(code)
+            if code < 0:
+                row["signal"] = SIGNALS.get(int(-code), f"signal {int(-code)}")
+        sig_name = e.fields.get(SIGNAL_FIELDS[0])
+        if sig_name:
+            row["signal"] = sig_name if not sig_name.isdigit() else SIGNALS.get(int(sig_name), sig_name)
+        low = e.signature.lower()
+        if any(k in low for k in AGENT_TEARDOWN):
+            row["torn_down_by"] = "agent"
+        elif low.startswith(SCHEDULER_TEARDOWN) and e.role in ("cause", "symptom"):
+            row["torn_down_by"] = "scheduler"
+        step = _num(e.fields, STEP_FIELDS)
+        if step is not None:
+            row["last_step"] = max(int(step), row["last_step"] or 0)
+        seq = _num(e.fields, LAST_ENQUEUED_FIELDS) or _num(e.fields, SEQ_FIELDS)
+        if seq is not None:
+            row["last_collective_seq"] = max(int(seq), row["last_collective_seq"] or 0)
+    return pa.Table.from_pylist([rows[k] for k in sorted(rows)], schema=RANK_FATE_SCHEMA)
