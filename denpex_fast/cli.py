@@ -266,9 +266,13 @@ def _print_stats(console: Any, result: Any) -> None:
               help="Scanning threads (default: all cores).")
 @click.option("--tz", "default_tz", default="UTC", show_default=True,
               help="Time zone of timestamps that carry none.")
+@click.option("--baseline", "baseline", multiple=True, type=click.Path(exists=True),
+              help="A healthy run of the same job: report the first lines it never printed "
+                   "(repeatable).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when a failure was diagnosed.")
 def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs: tuple[str, ...],
-                 threads: int | None, default_tz: str, exit_zero: bool) -> None:
+                 threads: int | None, default_tz: str, exit_zero: bool,
+                 baseline: tuple[str, ...] = ()) -> None:
     """Diagnose a failed job: the rank and line that failed first, the collateral,
     the fix and the command that verifies it.
 
@@ -284,7 +288,8 @@ def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs
     console = _stderr_console()
     try:
         scanner = Scanner(list(signature_dirs) or None)
-        d = diagnose(list(paths), scanner=scanner, threads=threads, default_tz=default_tz)
+        d = diagnose(list(paths), scanner=scanner, threads=threads, default_tz=default_tz,
+                     baseline=list(baseline) or None)
     except (DenpexError, OSError, ValueError) as exc:
         console.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)

@@ -103,6 +103,7 @@ class Diagnosis:
     errors: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    divergence: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (schema ``denpex.diagnosis/1``; keys are stable)."""
@@ -127,7 +128,8 @@ class Diagnosis:
             "fix_id": fix.get("id"),
             "fix_fields": fix.get("fields", {}),
             "references": fix.get("references", []),
-            "evidence": {"context": self.context, "notes": self.notes},
+            "evidence": {"context": self.context, "notes": self.notes,
+                         "first_divergence": self.divergence},
             "rank_fates": self.rank_fates.to_pylist(),
             "errors": self.errors,
             "stats": self.stats,
@@ -154,11 +156,14 @@ class Diagnosis:
 
 
 def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
-             default_tz: str = "UTC") -> Diagnosis:
+             default_tz: str = "UTC", baseline: Any = None,
+             divergence_per_file: int = 5) -> Diagnosis:
     """Scan ``paths`` (a job directory, files, ``-``) and diagnose the job.
 
-    Unreadable inputs do not stop the diagnosis; they are listed in
-    ``Diagnosis.errors``.
+    ``baseline``: paths of a healthy run of the same job; the report then
+    lists, per file, the first lines whose template (numbers, hex ids, paths
+    masked) the healthy run never printed.  Unreadable inputs do not stop the
+    diagnosis; they are listed in ``Diagnosis.errors``.
     """
     from .scanner import Scanner
 
@@ -169,6 +174,13 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
     result = scanner.run(paths, threads=threads, errors="collect")
     d = diagnose_table(result.table, signatures=scanner.signature_set, default_tz=default_tz)
     d.errors = [e.to_dict() for e in result.errors]
+    if baseline is not None:
+        from .baseline import first_divergence
+
+        errs: list[Any] = []
+        div = first_divergence(paths, baseline, per_file=divergence_per_file, errors=errs)
+        d.divergence = div.to_pylist()
+        d.errors += [e.to_dict() for e in errs if e.path not in {x["path"] for x in d.errors}]
     d.stats.update({"bytes": result.stats["bytes"], "files": result.stats["files"],
                     "matches": result.table.num_rows,
                     "seconds": round(time.perf_counter() - t0, 3)})

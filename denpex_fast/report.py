@@ -69,6 +69,10 @@ def to_markdown(d: Diagnosis) -> str:
                          f"(for: {'; '.join(h.evidence_for) or '-'}; "
                          f"against: {'; '.join(h.evidence_against) or '-'})")
         lines.append("")
+    if d.divergence:
+        lines += ["## First lines the healthy baseline never printed", ""]
+        lines += [f"- `{r['file']}:{r['line']}`: `{r['text'][:200]}`" for r in d.divergence[:40]]
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -137,6 +141,11 @@ def render_text(d: Diagnosis, console: Any) -> None:
                 row["rank"], row["host"], row["first_error_signature"], row["exit_code"],
                 row["signal"], row["torn_down_by"], row["last_step"], row["last_collective_seq"])))
         console.print(t)
+    if d.divergence:
+        console.print(Text("First lines the healthy baseline never printed", style="bold"))
+        for row in d.divergence[:40]:
+            console.print(f"  {row['file']}:{row['line']}: {row['text'][:200]}", markup=False,
+                          highlight=False)
     for e in d.errors:
         console.print(f"unreadable: {e['path']}: {e['message']}", style="red", markup=False)
     for n in d.notes:

@@ -1,0 +1,137 @@
+"""Evaluate the diagnosis on a labelled corpus of failed jobs.
+
+A corpus is a directory of cases; a case is a directory with the logs and a
+``truth.json`` (schema ``denpex.truth/1``: ``initiating`` with ``rank``,
+``file`` (relative to the case), ``line``, ``text``; ``healthy``)::
+
+    >>> from denpex_fast.evaluate import evaluate
+    >>> report = evaluate(["tests/corpus/cases", "tests/corpus/public"])
+    >>> report.summary()["rank_accuracy"]
+
+A diagnosis is *right on the line* when it names the truth's file and line,
+*right on the rank* when the initiating (or suspect) rank equals the truth's
+rank, *abstained* when it names nothing; a healthy case is right when the
+verdict is ``healthy``.  ``calibration()`` buckets confidence against
+correctness, which is how the confidence scale is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class CaseResult:
+    """One case: what the truth says and what the diagnosis said."""
+
+    case: str
+    healthy: bool
+    truth_rank: int | None
+    truth_where: str | None
+    verdict: str
+    rank: int | None
+    where: str | None
+    signature: str | None
+    confidence: float
+    line_hit: bool
+    rank_hit: bool
+    right: bool
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+@dataclass
+class EvalReport:
+    """All case results with summary figures."""
+
+    results: list[CaseResult] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float]:
+        failed = [r for r in self.results if not r.healthy]
+        healthy = [r for r in self.results if r.healthy]
+        ranked = [r for r in failed if r.truth_rank is not None]
+        lined = [r for r in failed if r.truth_where is not None]
+        named = [r for r in failed if r.verdict == "initiating"]
+        return {
+            "cases": len(self.results),
+            "failed_cases": len(failed),
+            "healthy_cases": len(healthy),
+            "line_accuracy": _ratio(sum(r.line_hit for r in lined), len(lined)),
+            "rank_accuracy": _ratio(sum(r.rank_hit for r in ranked), len(ranked)),
+            "abstain_rate": _ratio(sum(r.verdict != "initiating" for r in failed), len(failed)),
+            "precision_when_named": _ratio(sum(r.right for r in named), len(named)),
+            "healthy_quiet": _ratio(sum(r.verdict == "healthy" for r in healthy), len(healthy)),
+        }
+
+    def calibration(self, edges: Iterable[float] = (0.0, 0.3, 0.5, 0.7, 1.01)) -> list[dict[str, Any]]:
+        """Accuracy per confidence bucket over failed cases that named an event."""
+        e = list(edges)
+        out = []
+        for lo, hi in zip(e, e[1:]):
+            bucket = [r for r in self.results if not r.healthy and r.verdict == "initiating"
+                      and lo <= r.confidence < hi]
+            out.append({"confidence": f"[{lo:.1f}, {min(hi, 1.0):.1f})", "cases": len(bucket),
+                        "right": sum(r.right for r in bucket)})
+        return out
+
+
+def _ratio(a: int, b: int) -> float:
+    return round(a / b, 3) if b else float("nan")
+
+
+def case_dirs(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Every directory holding a truth.json under the roots (sorted)."""
+    out: list[Path] = []
+    for root in roots:
+        root = Path(root)
+        if (root / "truth.json").exists():
+            out.append(root)
+            continue
+        out += sorted(p.parent for p in root.glob("*/truth.json"))
+    return out
+
+
+def log_files(case: Path) -> list[str]:
+    """The case's log files (everything but truth.json and error.json sidecars)."""
+    return sorted(str(p) for p in case.rglob("*") if p.is_file() and p.name != "truth.json")
+
+
+def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
+    """Diagnose one case and compare with its truth."""
+    from .diagnosis import diagnose
+
+    truth = json.loads((case / "truth.json").read_text())
+    init = truth.get("initiating") or {}
+    healthy = bool(truth.get("healthy", False))
+    t_rank = init.get("rank")
+    t_where = f"{init['file']}:{init['line']}" if init.get("file") and init.get("line") else None
+    try:
+        d = diagnose(log_files(case), scanner=scanner)
+    except Exception as exc:  # a crash is a wrong answer, recorded with its reason
+        return CaseResult(case.name, healthy, t_rank, t_where, "error", None, None, None, 0.0,
+                          False, False, False, f"{type(exc).__name__}: {exc}")
+    i = d.initiating
+    where = f"{os.path.relpath(i.file, case)}:{i.line}" if i is not None else None
+    rank = i.rank if i is not None else d.suspect_rank
+    if i is not None and rank is None:
+        rank = None
+    line_hit = where is not None and where == t_where
+    rank_hit = rank is not None and t_rank is not None and rank == t_rank
+    right = (d.verdict == "healthy") if healthy else (line_hit or rank_hit)
+    return CaseResult(case.name, healthy, t_rank, t_where, d.verdict, rank, where,
+                      i.signature if i else None, float(d.confidence), line_hit, rank_hit, right)
+
+
+def evaluate(roots: Iterable[str | os.PathLike[str]], scanner: Any = None) -> EvalReport:
+    """Evaluate every case under ``roots``."""
+    from .scanner import Scanner
+
+    scanner = scanner or Scanner()
+    return EvalReport([evaluate_case(c, scanner) for c in case_dirs(roots)])

@@ -1,0 +1,63 @@
+"""Healthy-baseline comparison: masking rules and first divergence on real runs."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from denpex_fast import _native
+from denpex_fast.baseline import first_divergence, template_set
+
+CASES = Path(__file__).parent / "corpus" / "cases"
+
+
+@pytest.mark.parametrize("a,b", [
+    (b"[rank3]: 2024-05-01 12:00:00,123 step=12 loss=0.5231", b"[rank0]: 2024-06-02 13:01:09,999 step=99 loss=1.25"),
+    (b"lr=3.0e-04 grad_norm=1.5", b"lr=2.5e-05 grad_norm=10.25"),
+    (b"comm 0x55d0c8a1e0 rank 0 commId 0x9f1c2a7b3d4e5f60", b"comm 0x7f00 rank 3 commId 0x01"),
+    (b"hash 9f1c2a7b3d4e5f60 done", b"hash 00aa11bb22cc33dd done"),
+    (b'File "/home/alice/train.py", line 12', b'File "/opt/job/train.py", line 240'),
+    (b"tokens/s=41,230 ok\r", b"tokens/s=9 ok"),
+])
+def test_variable_parts_are_masked(a: bytes, b: bytes) -> None:
+    assert _native.template_hash(a) == _native.template_hash(b)
+
+
+@pytest.mark.parametrize("a,b", [
+    (b"step=1 loss=0.5", b"step=1 loss=nan"),
+    (b"[rank0]: Traceback (most recent call last):", b"[rank0]: step=1"),
+    (b"NCCL INFO Init COMPLETE", b"NCCL WARN Init COMPLETE"),
+    (b"deadbeef", b"cafe"),  # short hex-looking words stay words
+])
+def test_different_lines_stay_different(a: bytes, b: bytes) -> None:
+    assert _native.template_hash(a) != _native.template_hash(b)
+
+
+def test_template_set_and_new_lines_in_chunks(tmp_path: Path) -> None:
+    healthy = tmp_path / "healthy.log"
+    healthy.write_bytes(b"".join(b"[rank%d]: step=%d loss=0.%d\n" % (i % 4, i, i) for i in range(5000)))
+    failed = tmp_path / "failed.log.gz"
+    body = b"".join(b"[rank%d]: step=%d loss=0.%d\n" % (i % 4, i, i) for i in range(3000))
+    body += b"[rank2]: Traceback (most recent call last):\n[rank2]: RuntimeError: boom 17\n"
+    body += b"[rank1]: RuntimeError: boom 99\n"  # same template as rank2's: reported once
+    failed.write_bytes(gzip.compress(body))
+    known = template_set([healthy])
+    assert len(known) == 1
+    t = first_divergence([failed], known)
+    assert t.column("line").to_pylist() == [3001, 3002]
+    assert t.column("text").to_pylist() == ["[rank2]: Traceback (most recent call last):",
+                                            "[rank2]: RuntimeError: boom 17"]
+    assert t.column("offset").to_pylist()[0] == len(body.split(b"[rank2]: Traceback")[0])
+
+
+@pytest.mark.skipif(not (CASES / "009-sys-exit-3").exists(), reason="corpus not generated")
+def test_real_failed_run_against_its_healthy_control() -> None:
+    failed = sorted(str(p) for p in (CASES / "009-sys-exit-3").rglob("*.log"))
+    healthy = sorted(str(p) for p in (CASES / "001-healthy-single").rglob("*.log"))
+    t = first_divergence(failed, healthy, per_file=1)
+    texts = t.column("text").to_pylist()
+    # the healthy control never printed a traceback; every divergence here is failure output
+    assert any("Traceback" in x for x in texts)
+    assert not any("step=" in x and "loss" in x for x in texts)
