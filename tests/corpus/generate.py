@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
@@ -37,7 +38,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-WORKER = HERE / "worker.py"
 DEFAULT_OUT = HERE / "cases"
 SCHEMA = "denpex.truth/1"
 
@@ -81,10 +81,13 @@ class Case:
     fix: str = ""
     notes: str = ""
     timeout_s: float = 90.0
-    requires: str = ""  # "unshare" when a private mount namespace is needed
+    requires: str = ""  # "unshare" (private mount namespace) or "deepspeed"
+    script: str = "worker.py"
 
     @property
     def family(self) -> str:
+        if self.script == "ds_worker.py":
+            return "deepspeed-zero2"
         if self.nnodes == 2:
             return "multi-node"
         return "single-node-dataloader-workers" if self.workers else "single-node"
@@ -269,7 +272,7 @@ CASES: list[Case] = [
         fault_rank=0,
         ckpt_setup="tmpfs-full",
         requires="unshare",
-        find=_exc(r"(No space left|failed writing|unexpected pos|file write failed)"),
+        find=_exc(r"(No space left|iostream error|failed writing|unexpected pos|file write failed)"),
         signature_hint="checkpoint write failed: no space left on device (ENOSPC)",
         root_cause="The checkpoint file system is full (a 64 KiB tmpfs; the checkpoint is ~130 KB); torch.save on rank 0 failed.",
         fix="Free space or point checkpoints at a larger volume; keep fewer checkpoints.",
@@ -280,7 +283,7 @@ CASES: list[Case] = [
         "rank 0 writes its checkpoint under RLIMIT_FSIZE=64 KiB (EFBIG)",
         fault="ckpt_efbig",
         fault_rank=0,
-        find=_exc(r"(File too large|failed writing|unexpected pos|file write failed)"),
+        find=_exc(r"(File too large|iostream error|failed writing|unexpected pos|file write failed)"),
         signature_hint="checkpoint write failed: file size limit (EFBIG, File too large)",
         root_cause="Rank 0 ran with a 64 KiB file-size limit (RLIMIT_FSIZE); the ~130 KB checkpoint write failed.",
         fix="Raise the file-size limit (ulimit -f) for the job.",
@@ -291,7 +294,7 @@ CASES: list[Case] = [
         "2-node job where node 1's agent never starts; c10d join times out (join_timeout=15)",
         nnodes=2,
         rdzv="missing-node",
-        find=(Find("console", r"RendezvousTimeoutError", node=0),),
+        find=(Find("console", r"^[\w.]*RendezvousTimeoutError", node=0),),
         signature_hint="torchrun c10d rendezvous join timeout (RendezvousTimeoutError)",
         root_cause="Only one of the two expected nodes joined the rendezvous; the agent on node0 gave up after join_timeout.",
         fix="Start the missing node (check the scheduler allocation and that every node runs torchrun with the same --rdzv-id/endpoint).",
@@ -351,6 +354,53 @@ CASES: list[Case] = [
         root_cause="Rank 2 on node1 was killed by SIGKILL; every other rank lost its gloo connection.",
         fix="Find who sent SIGKILL on node1 (OOM killer, scheduler) and address it.",
         notes="node1's worker log timestamps are shifted by +3.5 s.",
+    ),
+]
+
+CASES += [
+    Case(
+        "healthy-ds-zero2",
+        "healthy control: DeepSpeed ZeRO stage 2 on the CPU accelerator, 1 node x 4 ranks",
+        healthy=True,
+        script="ds_worker.py",
+        ckpt_every=0,
+        requires="deepspeed",
+        root_cause="none (healthy run)",
+        fix="none",
+        notes="Control run for the DeepSpeed family (torch_adam optimizer, gloo collectives).",
+        timeout_s=240,
+    ),
+    Case(
+        "ds-zero2-batch-config",
+        "DeepSpeed ZeRO-2; rank 1's config has train_batch_size=48 for a 4-rank job (8 x 1 x 4 = 32)",
+        fault="ds_batch_config",
+        fault_rank=1,
+        script="ds_worker.py",
+        ckpt_every=0,
+        requires="deepspeed",
+        find=_exc(r"AssertionError: Check batch related parameters"),
+        signature_hint="DeepSpeed batch config AssertionError (train_batch_size != micro_batch * grad_acc * world_size)",
+        root_cause="Rank 1 read a DeepSpeed config whose train_batch_size (48) does not equal "
+        "train_micro_batch_size_per_gpu * gradient_accumulation_steps * world_size (8 * 1 * 4); "
+        "deepspeed.initialize's config check raised on that rank.",
+        fix="Give every rank the same config and set train_batch_size = micro_batch * grad_accum * world_size "
+        "(or leave train_batch_size out and let DeepSpeed derive it).",
+        timeout_s=240,
+    ),
+    Case(
+        "ds-zero2-shape-mismatch-forward",
+        "DeepSpeed ZeRO-2; rank 2's step-5 batch has 17 features: matmul shape error",
+        fault="shape_mismatch_forward",
+        fault_rank=2,
+        script="ds_worker.py",
+        ckpt_every=0,
+        requires="deepspeed",
+        find=_exc(r"RuntimeError: mat1 and mat2 shapes cannot be multiplied"),
+        signature_hint="shape mismatch RuntimeError (mat1 and mat2 shapes cannot be multiplied) under DeepSpeed ZeRO-2",
+        root_cause="Rank 2's step-5 batch had 17 features instead of 16, so the first Linear raised in forward "
+        "while its peers waited in ZeRO-2's gradient reduction.",
+        fix="Fix the data pipeline that adds the extra column; assert the feature width when loading.",
+        timeout_s=240,
     ),
 ]
 
@@ -540,7 +590,7 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
     try:
         for i, agent in enumerate(agents):
             cmd = [*torchrun_cmd(), *agent["args"], "--max-restarts", "0", "--log-dir", "logs",
-                   "--tee", "3", "--redirects", "3", str(WORKER), *worker_args]
+                   "--tee", "3", "--redirects", "3", str(HERE / case.script), *worker_args]
             cmd = _wrap_mount(cmd, case, ckpt_dir)
             console = open(agent["cwd"] / "console.log", "wb")
             p = subprocess.Popen(cmd, cwd=agent["cwd"], env={**env, **agent["env"]}, stdout=console,
@@ -588,9 +638,9 @@ EXC_RE = re.compile(r"^(?:\[rank\d+\]: )?[A-Za-z_][\w.]*(?:Error|Exception|Inter
 CONSOLE_DOWNSTREAM = (
     re.compile(r"closing signal SIGTERM"),
     re.compile(r"failed \(exitcode: "),
-    re.compile(r"\bChildFailedError\b"),
-    re.compile(r"\bRendezvous\w*Error\b"),
-    re.compile(r"\bDistNetworkError\b"),
+    re.compile(r"\bChildFailedError:"),
+    re.compile(r"^[\w.]*Rendezvous\w*Error\b"),
+    re.compile(r"^[\w.]*DistNetworkError\b"),
 )
 
 
@@ -609,7 +659,7 @@ class RankFile:
     path: Path  # stderr.log
 
 
-def rank_files(case_dir: Path, case: Case) -> dict[int, RankFile]:
+def rank_files(case_dir: Path) -> dict[int, RankFile]:
     out: dict[int, RankFile] = {}
     for path in sorted(case_dir.rglob("stderr.log")):
         rel = path.relative_to(case_dir)
@@ -642,7 +692,7 @@ def _first(path: Path, pattern: re.Pattern[str]) -> tuple[int, str] | None:
 def locate(case: Case, case_dir: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     if case.healthy:
         return None, []
-    ranks = rank_files(case_dir, case)
+    ranks = rank_files(case_dir)
     consoles = console_files(case_dir)
     target = ranks.get(case.fault_rank)
     subs = {"rank": case.fault_rank}
@@ -707,12 +757,18 @@ def locate(case: Case, case_dir: Path) -> tuple[dict[str, Any] | None, list[dict
 # ---------------------------------------------------------------------------
 
 
-def versions() -> dict[str, str]:
+def _dist_version(name: str) -> str:
     try:
-        torch_v = importlib.metadata.version("torch")
+        return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
-        torch_v = "not installed"
-    return {"torch": torch_v, "python": platform.python_version(), "platform": platform.platform()}
+        return "not installed"
+
+
+def versions(case: Case) -> dict[str, str]:
+    out = {"torch": _dist_version("torch"), "python": platform.python_version(), "platform": platform.platform()}
+    if case.requires == "deepspeed":
+        out["deepspeed"] = _dist_version("deepspeed")
+    return out
 
 
 def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
@@ -743,7 +799,7 @@ def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
             "root_cause": case.root_cause,
             "fix": case.fix,
             "clock_offsets_s": clock,
-            "versions": versions(),
+            "versions": versions(case),
             "notes": notes,
         }
         (case_dir / "truth.json").write_text(json.dumps(truth, indent=2, ensure_ascii=False) + "\n")
@@ -780,10 +836,14 @@ def main(argv: list[str] | None = None) -> int:
     unshare_ok, unshare_why = (True, "")
     if any(c.requires == "unshare" for c in selected):
         unshare_ok, unshare_why = can_unshare_mount()
+    have_deepspeed = importlib.util.find_spec("deepspeed") is not None
     failed = 0
     for case in selected:
         if case.requires == "unshare" and not unshare_ok:
             print(f"SKIP {case.name}: needs a private mount namespace: {unshare_why}", flush=True)
+            continue
+        if case.requires == "deepspeed" and not have_deepspeed:
+            print(f"SKIP {case.name}: deepspeed is not installed", flush=True)
             continue
         t0 = time.time()
         try:
