@@ -1,0 +1,165 @@
+"""Causal ranking rules on attributed match tables built by hand (real KB)."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pytest
+
+from denpex_fast.causal import estimate_skew, rank_events
+from denpex_fast.diagnosis import diagnose_table
+from denpex_fast.scanner import MATCH_SCHEMA
+from denpex_fast.signatures import load_signatures
+
+T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
+OOM = "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 2 has a total capacity of 79.15 GiB of which 2.31 GiB is free."
+WD = ("[rank{r}]:[E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+      "collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+      "Timeout(ms)=600000) ran for 600078 milliseconds before timing out.")
+SUMMARY = "[rank{r}]:[E501 12:10:40.613000 21000 ProcessGroupNCCL.cpp:1664] [PG 0 Rank {r}] Timeout at NCCL work: {seq}, last enqueued NCCL work: {enq}, last completed NCCL work: {done}."
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return load_signatures(validate_patterns=False)
+
+
+def table(rows: list[dict]) -> pa.Table:
+    """rows: file, line, signature, text, rank, host, ts (seconds after T0 or None)."""
+    n = len(rows)
+    files = [r.get("file", "console.log") for r in rows]
+    sigs = [r["signature"] for r in rows]
+    return pa.table({
+        "file": pa.array(files).dictionary_encode(),
+        "line": pa.array([r["line"] for r in rows], pa.uint64()),
+        "offset": pa.array([r["line"] * 100 for r in rows], pa.uint64()),
+        "match_end": pa.array([r["line"] * 100 + 10 for r in rows], pa.uint64()),
+        "signature": pa.array(sigs).dictionary_encode(),
+        "text": pa.array([r["text"] for r in rows]),
+        "rank": pa.array([r.get("rank") for r in rows], pa.int32()),
+        "host": pa.array([r.get("host") for r in rows], pa.string()).dictionary_encode(),
+        "ts": pa.array([None if r.get("ts") is None else T0 + timedelta(seconds=r["ts"]) for r in rows],
+                       pa.timestamp("us", tz="UTC")),
+    }, schema=MATCH_SCHEMA) if n else MATCH_SCHEMA.empty_table()
+
+
+def watchdogs(ranks, seq=4812, ts=640.0, host="n0", file="console.log", start_line=100):
+    return [{"signature": "nccl-watchdog-timeout", "text": WD.format(r=r, seq=seq), "rank": r,
+             "host": host, "ts": ts + 0.01 * r, "line": start_line + i, "file": file}
+            for i, r in enumerate(ranks)]
+
+
+def test_earliest_cause_beats_loud_symptoms(kb) -> None:
+    rows = watchdogs([0, 1, 3]) + [
+        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 50}]
+    r = rank_events(table(rows), kb)
+    assert r.verdict == "initiating"
+    assert (r.initiating.signature, r.initiating.rank, r.initiating.line) == ("cuda-oom", 2, 50)
+    assert r.confidence >= 0.7
+    assert any("explains the symptoms" in x for x in r.reasons)
+    # the 600 s timeout points back to ~40 s, after the OOM at 7 s
+    assert r.stall_start == pytest.approx(40.0 + T0.timestamp(), abs=0.1)
+
+
+def test_line_order_orders_an_interleaved_console_without_timestamps(kb) -> None:
+    rows = [{"signature": "cuda-oom", "text": OOM, "rank": 2, "line": 50},
+            {"signature": "xid-79-fallen-off-bus", "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+             "rank": None, "line": 40}]
+    r = rank_events(table(rows), kb)
+    assert r.initiating.signature == "xid-79-fallen-off-bus"
+
+
+def test_cause_after_the_stall_began_is_demoted(kb) -> None:
+    # the OOM at 300 s comes after the stall (~40 s) the timeouts point to; the Xid at 30 s does not
+    rows = watchdogs([0, 1, 3]) + [
+        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 20.0, "line": 50, "file": "b.log"},
+        {"signature": "xid-79-fallen-off-bus", "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+         "rank": 2, "host": "n0", "ts": 300.0, "line": 9, "file": "dmesg.log"}]
+    r = rank_events(table(rows), kb)
+    assert r.initiating.signature == "cuda-oom"
+    rows[-2]["ts"] = 500.0  # now both causes come after the stall: the earliest still wins
+    r = rank_events(table(rows), kb)
+    assert r.initiating.signature == "xid-79-fallen-off-bus"
+    assert any("after the moment" in x for x in r.reasons)
+
+
+def test_clock_skew_is_estimated_and_corrected(kb) -> None:
+    # node1's clock runs 30 s ahead: shared watchdog lines reveal it; its OOM at
+    # t=35 (really 5) then precedes node0's Xid at t=10
+    rows = (watchdogs([0, 1], host="node0", ts=640.0) + watchdogs([2, 3], host="node1", ts=670.0, start_line=200)
+            + [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "node1", "ts": 35.0, "line": 60, "file": "n1.log"},
+               {"signature": "xid-79-fallen-off-bus", "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+                "rank": 0, "host": "node0", "ts": 10.0, "line": 5, "file": "n0.log"}])
+    skew = estimate_skew(__import__("denpex_fast.causal", fromlist=["build_events"]).build_events(table(rows), kb))
+    off = skew.offsets["node1"] - skew.offsets["node0"]
+    assert off == pytest.approx(30.0, abs=0.1)
+    assert skew.bound < 1.0
+    r = rank_events(table(rows), kb)
+    assert (r.initiating.signature, r.initiating.host) == ("cuda-oom", "node1")
+
+
+def test_causes_within_the_skew_bound_are_indistinguishable(kb) -> None:
+    rows = (watchdogs([0, 1], host="node0", ts=640.0) + watchdogs([2, 3], host="node1", ts=640.0, start_line=200)
+            + [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "node1", "ts": 5.2, "line": 60, "file": "n1.log"},
+               {"signature": "xid-79-fallen-off-bus", "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+                "rank": 0, "host": "node0", "ts": 5.0, "line": 5, "file": "n0.log"}])
+    r = rank_events(table(rows), kb)
+    assert r.indistinguishable and r.indistinguishable[0].signature == "cuda-oom"
+    assert any("indistinguishable" in x for x in r.reasons)
+
+
+def test_hosts_without_shared_events_have_unbounded_skew(kb) -> None:
+    rows = [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "a", "ts": 5.0, "line": 1, "file": "a.log"},
+            {"signature": "torch-elastic-child-failed", "text": "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+             "rank": None, "host": "b", "ts": 9.0, "line": 1, "file": "b.log"}]
+    skew = estimate_skew(__import__("denpex_fast.causal", fromlist=["build_events"]).build_events(table(rows), kb))
+    assert math.isinf(skew.bound)
+
+
+def test_watchdog_suspect_is_the_rank_that_never_entered(kb) -> None:
+    # ranks 0,1,3 time out in SeqNum 4812; rank 2 printed nothing but its enqueue count lags
+    rows = watchdogs([0, 1, 3]) + [
+        {"signature": "nccl-watchdog-work-summary", "text": SUMMARY.format(r=r, seq=4812, enq=4812, done=4811),
+         "rank": r, "host": "n0", "ts": 640.5, "line": 150 + r} for r in (0, 1, 3)] + [
+        {"signature": "nccl-watchdog-work-summary", "text": SUMMARY.format(r=2, seq=4811, enq=4811, done=4811),
+         "rank": 2, "host": "n0", "ts": 640.5, "line": 160}]
+    r = rank_events(table(rows), kb)
+    assert r.initiating is None and r.suspect_rank == 2
+    assert any("never entered" in x for x in r.reasons)
+
+
+def test_silent_rank_is_the_suspect(kb) -> None:
+    rows = watchdogs([0, 1, 3]) + [{"signature": "nccl-using-network", "text": "[rank2]: node1:1:1 [2] NCCL INFO Using network Socket",
+                                    "rank": 2, "host": "n0", "ts": 1.0, "line": 3}]
+    r = rank_events(table(rows), kb)
+    assert r.suspect_rank == 2
+
+
+def test_only_symptoms_abstains_and_nothing_is_healthy(kb) -> None:
+    r = rank_events(table(watchdogs([0, 1, 2, 3])), kb)
+    assert r.verdict == "abstain" and r.initiating is None and r.suspect_rank is None
+    assert any("no initiating event" in x for x in r.reasons)
+    r = rank_events(table([]), kb)
+    assert r.verdict == "healthy"
+
+
+def test_diagnosis_assembles_collateral_fix_and_rank_fates(kb) -> None:
+    rows = watchdogs([0, 1, 3]) + [
+        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 50}]
+    d = diagnose_table(table(rows), signatures=kb)
+    doc = d.to_dict()
+    assert doc["schema"] == "denpex.diagnosis/1"
+    assert doc["initiating"]["signature"] == "cuda-oom" and doc["fix_id"] == "cuda-oom"
+    assert doc["fix_fields"]["requested"] == "4.00 GiB"
+    assert doc["verify"] and doc["checklist"]
+    (wd,) = [c for c in doc["collateral"] if c["signature"] == "nccl-watchdog-timeout"]
+    assert wd["ranks"] == [0, 1, 3] and wd["count"] == 3
+    assert {h["signature"] for h in doc["competing"]} >= {"cuda-driver-oom"}
+    fates = {f["rank"]: f for f in doc["rank_fates"]}
+    assert fates[2]["first_error_signature"] == "cuda-oom"
+    assert fates[0]["first_error_signature"] == "nccl-watchdog-timeout"
+    assert fates[0]["last_collective_seq"] == 4812
+    row = d.summary_row()
+    assert (row["initiating_rank"], row["verdict"], row["n_ranks"]) == (2, "initiating", 4)
