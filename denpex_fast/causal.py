@@ -56,6 +56,13 @@ SIGNAL_FIELDS = ("signal",)
 
 DEFAULT_SKEW_FLOOR_S = 0.5  # two events closer than this are never called ordered across hosts
 
+# catch-all signatures: they yield to any other signature on the same line
+GENERIC_CAUSES = frozenset({"os-python-uncaught-exception"})
+# symptoms in these phases report another rank's failure (timeouts, teardown);
+# symptoms in other phases (a killed DataLoader worker) are the rank's own
+COLLATERAL_PHASES = frozenset({"communication", "launcher", "rendezvous", "shutdown", "scheduler"})
+AGENT_SIGTERM_CODES = frozenset({-15, 143})
+
 
 @dataclass
 class Event:
@@ -65,6 +72,7 @@ class Event:
     signature: str
     role: str
     severity: str
+    phase: str
     file: str
     line: int
     text: str
@@ -136,11 +144,11 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
         try:
             sig = kb[sig_id]
         except KeyError:
-            role, severity, fields = "context", "info", {}
+            role, severity, phase, fields = "context", "info", "", {}
         else:
-            role, severity = sig.role, sig.severity
+            role, severity, phase = sig.role, sig.severity, sig.phase
             fields = sig.extract_fields(cols["text"][i]) if sig.fields else {}
-        events.append(Event(i, sig_id, role, severity, cols["file"][i], cols["line"][i],
+        events.append(Event(i, sig_id, role, severity, phase, cols["file"][i], cols["line"][i],
                             cols["text"][i], cols["rank"][i], cols["host"][i], cols["ts"][i],
                             fields))
     return events
@@ -244,6 +252,18 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int]) -> tuple[i
         if enq is not None:
             enqueued[e.rank] = max(enqueued.get(e.rank, -1), enq)
     if not by_seq:
+        # no SeqNum: any communication timeout that several ranks report
+        by_sig: dict[str, set[int]] = defaultdict(set)
+        for e in events:
+            if e.role == "symptom" and e.phase == "communication" and e.rank is not None:
+                by_sig[e.signature].add(e.rank)
+        if not by_sig:
+            return None, []
+        sig, waiting = max(by_sig.items(), key=lambda kv: len(kv[1]))
+        silent = sorted(known_ranks - waiting)
+        if len(waiting) >= 2 and len(silent) == 1:
+            return silent[0], [f"{len(waiting)} ranks report {sig}; rank {silent[0]} does not: "
+                               f"the others were waiting for it"]
         return None, []
     seq, waiting = max(by_seq.items(), key=lambda kv: (len(kv[1]), -kv[0]))
     if enqueued:
@@ -277,25 +297,86 @@ def _progress_suspect(events: Sequence[Event]) -> tuple[int | None, list[str]]:
     return None, []
 
 
+def _monotone_per_file(events: Sequence[Event]) -> None:
+    """A file is written in order: a later line never happened earlier.
+
+    Printed timestamps can be coarser (whole seconds), lag behind the write
+    (buffering) or be missing; the running maximum per file keeps every
+    event's time consistent with the order the file was written in.
+    """
+    by_file: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        by_file[e.file].append(e)
+    for evs in by_file.values():
+        evs.sort(key=lambda e: e.line)
+        running: float | None = None
+        for e in evs:
+            if e.t is None:
+                e.t = running
+            elif running is not None and e.t < running:
+                e.t = running
+            else:
+                running = e.t
+
+
+def ranks_from_paths(files: Iterable[str]) -> set[int]:
+    """Ranks that input file paths name (``attempt_0/3/stderr.log``, ``rank3.log``)."""
+    try:
+        from .attribution import path_facts
+    except ImportError:  # pragma: no cover - attribution ships with the package
+        return set()
+    out = set()
+    for f in files:
+        r = path_facts(f).rank
+        if r is not None:
+            out.add(r)
+    return out
+
+
 def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None) -> Ranking:
     """Rank the events of one job; see the module docstring for the rules."""
     events = build_events(table, kb) if events is None else events
     skew = estimate_skew(events)
     for e in events:
         e.t = skew.correct(e.host, e.ts.timestamp()) if e.ts is not None else None
+    _monotone_per_file(events)
     file_rank = {f: i for i, f in enumerate(dict.fromkeys(e.file for e in events))}
     stall, stall_notes = _stall_start(events)
     known_ranks = {e.rank for e in events if e.rank is not None}
+    if table.num_rows:
+        col = table.column("file")
+        names = col.chunk(0).dictionary.to_pylist() if col.num_chunks else []
+        known_ranks |= ranks_from_paths(names)
 
-    causes = [e for e in events if e.role == "cause" and SEVERITY_WEIGHT.get(e.severity, 0) >= 1]
+    causes, weak = _candidates(events)
     causes.sort(key=lambda e: _order_key(e, file_rank))
+    weak.sort(key=lambda e: _order_key(e, file_rank))
     reasons: list[str] = list(skew.evidence) + stall_notes
+
+    if not causes and weak:
+        # no specific cause: an uncaught exception or a rank's own fatal symptom
+        first = weak[0]
+        why = [f"no specific cause matched; the earliest failure of a rank's own is "
+               f"{first.signature} at {first.where()}"
+               + (f" on rank {first.rank}" if first.rank is not None else "")]
+        conf = 0.45 if first.rank is not None else 0.35
+        if _victims(events, first):
+            conf += 0.1
+            why.append("other ranks only report consequences (timeouts, teardown)")
+        return Ranking(first, conf, reasons + why, "initiating", candidates=_dedupe(weak[1:]),
+                       skew=skew, events=events, stall_start=stall)
 
     if not causes:
         suspect, why = _watchdog_suspect(events, known_ranks)
+        exit_event = None
         if suspect is None:
+            exit_event, why = _exit_code_event(events, file_rank)
+        if suspect is None and exit_event is None:
             suspect, why = _progress_suspect(events)
         symptoms = [e for e in events if e.role == "symptom"]
+        if exit_event is not None:
+            return Ranking(exit_event, 0.4, reasons + why, "initiating", skew=skew, events=events,
+                           stall_start=stall)
         if suspect is not None:
             return Ranking(None, 0.45, reasons + why, "initiating", suspect_rank=suspect,
                            skew=skew, events=events, stall_start=stall)
@@ -326,6 +407,54 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None) 
             + f" happened within the clock-skew bound ({skew.bound:.2f} s) of the first cause")
     return Ranking(first, confidence, reasons, verdict, candidates=_dedupe(others), indistinguishable=tie,
                    skew=skew, events=events, stall_start=stall)
+
+
+def _candidates(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
+    """(specific causes, weak candidates) of a job.
+
+    A generic exception line yields to any other signature on the same line:
+    to a specific cause (which is used instead) and to a symptom (the line
+    only reports another rank's failure).
+    """
+    claimed: dict[tuple[str, int], set[str]] = {}
+    for e in events:
+        if e.signature not in GENERIC_CAUSES:
+            claimed.setdefault((e.file, e.line), set()).add(e.role)
+    causes, weak = [], []
+    for e in events:
+        if SEVERITY_WEIGHT.get(e.severity, 0) < 2 and e.role != "cause":
+            continue
+        if e.role == "cause" and SEVERITY_WEIGHT.get(e.severity, 0) >= 1:
+            if e.signature in GENERIC_CAUSES:
+                if (e.file, e.line) not in claimed:
+                    weak.append(e)
+            else:
+                causes.append(e)
+        elif e.role == "symptom" and e.phase not in COLLATERAL_PHASES:
+            weak.append(e)
+    return causes, weak
+
+
+def _victims(events: Sequence[Event], first: Event) -> bool:
+    return any(e.role == "symptom" and e.phase in COLLATERAL_PHASES and e.rank is not None
+               and e.rank != first.rank for e in events)
+
+
+def _exit_code_event(events: Sequence[Event],
+                     file_rank: dict[str, int]) -> tuple[Event | None, list[str]]:
+    """The first worker exit that was not the agent's own SIGTERM."""
+    exits = []
+    for e in events:
+        code = _num(e.fields, EXIT_FIELDS)
+        if code is not None and int(code) not in AGENT_SIGTERM_CODES and int(code) != 0:
+            exits.append((e, int(code)))
+    if not exits:
+        return None, []
+    exits.sort(key=lambda ec: _order_key(ec[0], file_rank))
+    e, code = exits[0]
+    what = f"signal {-code}" if code < 0 else f"exit code {code}"
+    return e, [f"no failure message: the launcher saw a worker end with {what} first "
+               f"({e.where()}); the others were torn down after it"]
 
 
 def _dedupe(events: Iterable[Event]) -> list[Event]:

@@ -8,7 +8,9 @@ A corpus is a directory of cases; a case is a directory with the logs and a
     >>> report = evaluate(["tests/corpus/cases", "tests/corpus/public"])
     >>> report.summary()["rank_accuracy"]
 
-A diagnosis is *right on the line* when it names the truth's file and line,
+A diagnosis is *right on the line* when it names the truth's file and line
+(or the same line as printed in another file: torchrun's console repeats each
+rank's lines with a ``[defaultN]:`` prefix),
 *right on the rank* when the initiating (or suspect) rank equals the truth's
 rank, *abstained* when it names nothing; a healthy case is right when the
 verdict is ``healthy``.  ``calibration()`` buckets confidence against
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +85,15 @@ class EvalReport:
         return out
 
 
+_PREFIX = re.compile(r"^(?:\[(?:default|rank)\d+\]:)+\s*")
+
+
+def _bare(text: str) -> str:
+    """A line without torchrun's rank prefixes: the console and the per-rank
+    file print the same line, and either names it."""
+    return _PREFIX.sub("", text.strip())
+
+
 def _ratio(a: int, b: int) -> float:
     return round(a / b, 3) if b else float("nan")
 
@@ -109,6 +121,8 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
 
     truth = json.loads((case / "truth.json").read_text())
     init = truth.get("initiating") or {}
+    if not init and truth.get("initiating_signature"):  # incident write-up format
+        init = {"rank": truth.get("initiating_rank"), "text": truth["initiating_signature"]}
     healthy = bool(truth.get("healthy", False))
     t_rank = init.get("rank")
     t_where = f"{init['file']}:{init['line']}" if init.get("file") and init.get("line") else None
@@ -122,7 +136,9 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     rank = i.rank if i is not None else d.suspect_rank
     if i is not None and rank is None:
         rank = None
-    line_hit = where is not None and where == t_where
+    t_text = _bare(init.get("text") or "")
+    line_hit = where is not None and (where == t_where or (
+        bool(t_text) and (_bare(i.text) == t_text or (t_where is None and t_text in i.text))))
     rank_hit = rank is not None and t_rank is not None and rank == t_rank
     right = (d.verdict == "healthy") if healthy else (line_hit or rank_hit)
     return CaseResult(case.name, healthy, t_rank, t_where, d.verdict, rank, where,
