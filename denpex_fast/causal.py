@@ -409,6 +409,15 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None) 
                    skew=skew, events=events, stall_start=stall)
 
 
+def shadowed(events: Sequence[Event]) -> set[int]:
+    """Row indices of generic matches on lines another signature also matched.
+
+    Such a row adds nothing: the specific signature says more about the line.
+    """
+    claimed = {(e.file, e.line) for e in events if e.signature not in GENERIC_CAUSES}
+    return {e.index for e in events if e.signature in GENERIC_CAUSES and (e.file, e.line) in claimed}
+
+
 def _candidates(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
     """(specific causes, weak candidates) of a job.
 
@@ -416,17 +425,14 @@ def _candidates(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
     to a specific cause (which is used instead) and to a symptom (the line
     only reports another rank's failure).
     """
-    claimed: dict[tuple[str, int], set[str]] = {}
-    for e in events:
-        if e.signature not in GENERIC_CAUSES:
-            claimed.setdefault((e.file, e.line), set()).add(e.role)
+    hidden = shadowed(events)
     causes, weak = [], []
     for e in events:
         if SEVERITY_WEIGHT.get(e.severity, 0) < 2 and e.role != "cause":
             continue
         if e.role == "cause" and SEVERITY_WEIGHT.get(e.severity, 0) >= 1:
             if e.signature in GENERIC_CAUSES:
-                if (e.file, e.line) not in claimed:
+                if e.index not in hidden:
                     weak.append(e)
             else:
                 causes.append(e)

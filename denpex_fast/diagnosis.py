@@ -31,6 +31,7 @@ from .causal import (
     Ranking,
     _num,
     rank_events,
+    shadowed,
 )
 
 SCHEMA = "denpex.diagnosis/1"
@@ -220,12 +221,14 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
 
 def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnosis:
     first = r.initiating
-    collateral = _collateral(r.events, first)
+    hidden = shadowed(r.events)
+    events = [e for e in r.events if e.index not in hidden]
+    collateral = _collateral(events, first)
     competing = _competing(r, kb)
     fix = _fix(first, kb)
     context = [f"{e.where()}: {e.text}" for e in r.events if e.role == "context"][:20]
     return Diagnosis(r.verdict, first, r.confidence, r.reasons, r.suspect_rank, collateral,
-                     competing, fix, rank_fates(r.events), table, context=context,
+                     competing, fix, rank_fates(events), table, context=context,
                      stats={"matches": table.num_rows}, notes=notes)
 
 
