@@ -49,7 +49,16 @@ import pyarrow as pa
 
 from . import _native, cache
 from .errors import FileError, PatternError, ScanError, SignatureError, file_error_from_os
-from .sources import CorruptInput, Input, LimitExceeded, open_reader, resolve_inputs
+from .sources import (
+    CorruptInput,
+    Input,
+    LimitExceeded,
+    _Decoded,
+    _Plain,
+    open_reader,
+    resolve_inputs,
+    sniff,
+)
 
 MATCH_SCHEMA = pa.schema([
     pa.field("file", pa.dictionary(pa.int32(), pa.string())),
@@ -110,6 +119,11 @@ def _normalise_patterns(patterns: Mapping[str, str | Sequence[str]]) -> dict[str
     for sig, pats in patterns.items():
         if not isinstance(sig, str) or not sig:
             raise ValueError(f"signature ids must be non-empty strings, got {sig!r}")
+        if not sig.isascii():  # the Arrow dictionary needs UTF-8: no lone surrogates
+            try:
+                sig.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(f"signature id {sig!r} is not valid Unicode") from None
         items = [pats] if isinstance(pats, (str, bytes)) else list(pats)
         if not items:
             raise ValueError(f"signature {sig!r} has no patterns")
@@ -221,7 +235,11 @@ class Scanner:
                 if "\x00" in p:
                     raise PatternError(sig, k, p, "pattern contains a NUL character; "
                                        "write \\x00 to match a NUL byte")
-                exprs.append(p.encode("utf-8"))
+                try:
+                    exprs.append(p.encode("utf-8"))
+                except UnicodeEncodeError as exc:  # a lone surrogate, e.g. from os.fsdecode
+                    raise PatternError(sig, k, p, f"pattern is not valid Unicode ({exc.reason} "
+                                       f"at position {exc.start})") from None
                 ids.append(sig_idx)
                 where.append((sig, k))
         return exprs, [flag] * len(exprs), ids, where
@@ -361,6 +379,39 @@ class Scanner:
         names = pa.array([name], pa.string())
         return pa.Table.from_batches([self._batch(result, names)], schema=MATCH_SCHEMA)
 
+    def scan_stream(self, readable: Any, name: str = "<stream>", *,
+                    max_decompressed: int | None = None, max_ratio: float | None = None,
+                    cancel: _native.CancelFlag | None = None) -> ScanResult:
+        """Scan a binary file object (``read``/``readinto``) as one file named ``name``.
+
+        Compression (gzip/zstd) is recognised from the first bytes, as for
+        files.  The stream is read to its end in bounded chunks and closed.  A
+        damaged stream (or one whose ``read`` raises) gives a ``corrupt`` error
+        in the result, with the rows found before the damage.
+        """
+        t0 = time.perf_counter()
+        head = readable.read(4) or b""
+        kind = sniff(head)
+        reader = (_Decoded(readable, kind, max_decompressed, max_ratio, head) if kind
+                  else _Plain(readable, head))
+        task = _Task(0, Input(name, None, kind, 0))
+        flag = cancel or _native.CancelFlag()
+        tally = _native.Tally(len(self.signature_ids))
+        result = _native.Result()
+        error = self._scan_stream(task, self._scratch(), self.options.to_c(0, flag.pointer),
+                                  tally, result, (max_decompressed, max_ratio), flag, reader)
+        sink = _Collector()
+        sink.names = [name]
+        st = _FileState(len(self.signature_ids))
+        batch = self._merge(_Done(task, result, tally.counts(), 0, error), st,
+                            pa.array(sink.names, pa.string()))
+        sink.add_file(0, st)
+        sink.bytes = result.scanned
+        table = pa.Table.from_batches([batch] if batch is not None else [], schema=MATCH_SCHEMA)
+        stats = {"files": 1, "bytes": sink.bytes, "rows": table.num_rows,
+                 "seconds": time.perf_counter() - t0}
+        return ScanResult(table, sink.errors, sink.counts_table(self.signature_ids), stats)
+
     # -- internals ----------------------------------------------------------
     def _batch(self, result: _native.Result, names: pa.Array,
                mask: np.ndarray | None = None) -> pa.RecordBatch:
@@ -472,10 +523,11 @@ class Scanner:
     def _scan_stream(self, task: _Task, scratch: _native.Scratch, opts: Any,
                      tally: _native.Tally, result: _native.Result,
                      limits: tuple[int | None, float | None],
-                     flag: _native.CancelFlag) -> FileError | None:
+                     flag: _native.CancelFlag, reader: Any = None) -> FileError | None:
         name = task.inp.name
         try:
-            reader = open_reader(task.inp, max_decompressed=limits[0], max_ratio=limits[1])
+            if reader is None:
+                reader = open_reader(task.inp, max_decompressed=limits[0], max_ratio=limits[1])
         except OSError as exc:
             if exc.errno == 0:
                 return FileError(name, "not-regular", exc.strerror or str(exc))
