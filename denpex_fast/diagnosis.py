@@ -105,6 +105,7 @@ class Diagnosis:
     stats: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     divergence: list[dict[str, Any]] = field(default_factory=list)
+    score: float = 0.0                # the ranking's raw evidence score (before calibration)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (schema ``denpex.diagnosis/1``; keys are stable)."""
@@ -119,6 +120,7 @@ class Diagnosis:
             "initiating": init,
             "suspect_rank": self.suspect_rank,
             "confidence": round(self.confidence, 3),
+            "score": round(self.score, 3),
             "reasons": self.reasons,
             "collateral": [c.to_dict() for c in self.collateral],
             "competing": [h.to_dict() for h in self.competing],
@@ -227,9 +229,35 @@ def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnos
     competing = _competing(r, kb)
     fix = _fix(first, kb)
     context = [f"{e.where()}: {e.text}" for e in r.events if e.role == "context"][:20]
-    return Diagnosis(r.verdict, first, r.confidence, r.reasons, r.suspect_rank, collateral,
+    confidence = calibrated(r.confidence) if r.verdict == "initiating" else 0.0
+    d = Diagnosis(r.verdict, first, confidence, r.reasons, r.suspect_rank, collateral,
                      competing, fix, rank_fates(events), table, context=context,
                      stats={"matches": table.num_rows}, notes=notes)
+    d.score = r.confidence
+    return d
+
+
+_CALIBRATION: list[dict[str, float]] | None = None
+
+
+def calibrated(score: float) -> float:
+    """Map the ranking's evidence score to the accuracy measured on the
+    project's labelled corpus for scores in the same bucket
+    (``denpex_fast/calibration.json``, written by
+    ``python -m denpex_fast.evaluate --calibrate``)."""
+    global _CALIBRATION
+    if _CALIBRATION is None:
+        import json
+        from importlib.resources import files
+
+        try:
+            _CALIBRATION = json.loads(files("denpex_fast").joinpath("calibration.json").read_text())
+        except (OSError, ValueError):
+            _CALIBRATION = []
+    for b in _CALIBRATION:
+        if b["lo"] <= score < b["hi"]:
+            return float(b["accuracy"])
+    return score
 
 
 def _collateral(events: Iterable[Event], first: Event | None) -> list[Collateral]:

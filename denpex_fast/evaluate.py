@@ -45,6 +45,7 @@ class CaseResult:
     rank_hit: bool
     right: bool
     error: str | None = None
+    score: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -92,6 +93,64 @@ def _bare(text: str) -> str:
     """A line without torchrun's rank prefixes: the console and the per-rank
     file print the same line, and either names it."""
     return _PREFIX.sub("", text.strip())
+
+
+CALIBRATION_EDGES = (0.0, 0.4, 0.5, 0.6, 0.7, 1.01)
+
+
+def fit_calibration(report: EvalReport, edges: Iterable[float] = CALIBRATION_EDGES,
+                    prior: tuple[int, int] = (1, 1)) -> list[dict[str, float]]:
+    """Measured accuracy per raw-score bucket.
+
+    Each bucket is Laplace-smoothed by ``prior`` (right, wrong) pseudo-cases,
+    so a small bucket does not claim certainty, then the buckets are made
+    non-decreasing by pooling adjacent violators (isotonic regression): a
+    higher score never maps to a lower confidence.
+    """
+    e = list(edges)
+    blocks: list[list[float]] = []  # [weighted accuracy sum, weight, first bucket, last bucket]
+    for k, (lo, hi) in enumerate(zip(e, e[1:])):
+        bucket = [r for r in report.results if not r.healthy and r.verdict == "initiating"
+                  and lo <= r.score < hi]
+        w = len(bucket) + prior[0] + prior[1]
+        acc = (sum(r.right for r in bucket) + prior[0]) / w
+        blocks.append([acc * w, w, k, k])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            a, b = blocks[-2], blocks.pop()
+            a[0] += b[0]
+            a[1] += b[1]
+            a[3] = b[3]
+    out = []
+    for total, w, first, last in blocks:
+        for k in range(int(first), int(last) + 1):
+            lo, hi = e[k], e[k + 1]
+            n = sum(1 for r in report.results if not r.healthy and r.verdict == "initiating"
+                    and lo <= r.score < hi)
+            out.append({"lo": lo, "hi": hi, "accuracy": round(total / w, 3), "cases": n})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m denpex_fast.evaluate [--calibrate] CORPUS...``"""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Evaluate the diagnosis on labelled corpora.")
+    ap.add_argument("roots", nargs="+", help="corpus directories (cases with truth.json)")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="write denpex_fast/calibration.json from these corpora")
+    a = ap.parse_args(argv)
+    rep = evaluate(a.roots)
+    for r in rep.results:
+        print(f"{'ok' if r.right else 'XX'} {r.case:50} {r.verdict:10} {r.signature} {r.where} "
+              f"score={r.score:.2f}")
+    print(json.dumps(rep.summary(), indent=1))
+    if a.calibrate:
+        table = fit_calibration(rep)
+        out = Path(__file__).with_name("calibration.json")
+        out.write_text(json.dumps(table, indent=1) + "\n")
+        print(f"wrote {out}")
+    return 0
+
 
 
 def _ratio(a: int, b: int) -> float:
@@ -142,7 +201,8 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     rank_hit = rank is not None and t_rank is not None and rank == t_rank
     right = (d.verdict == "healthy") if healthy else (line_hit or rank_hit)
     return CaseResult(case.name, healthy, t_rank, t_where, d.verdict, rank, where,
-                      i.signature if i else None, float(d.confidence), line_hit, rank_hit, right)
+                      i.signature if i else None, float(d.confidence), line_hit, rank_hit, right,
+                      score=float(d.score))
 
 
 def evaluate(roots: Iterable[str | os.PathLike[str]], scanner: Any = None) -> EvalReport:
@@ -151,3 +211,7 @@ def evaluate(roots: Iterable[str | os.PathLike[str]], scanner: Any = None) -> Ev
 
     scanner = scanner or Scanner()
     return EvalReport([evaluate_case(c, scanner) for c in case_dirs(roots)])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -52,9 +52,19 @@ def test_public_thread_logs(scanner: Scanner) -> None:
 
 
 def test_confidence_is_calibrated(scanner: Scanner) -> None:
-    """Higher confidence must not mean lower accuracy; the top bucket is right."""
+    """The shipped calibration matches the accuracy measured now, per score
+    bucket, and a higher score never means a lower confidence."""
+    import json
+
+    from denpex_fast.evaluate import fit_calibration
+
     rep = evaluate([GENERATED, PUBLIC], scanner)
-    buckets = [b for b in rep.calibration() if b["cases"] >= 3]
-    acc = [b["right"] / b["cases"] for b in buckets]
-    assert acc == sorted(acc) or max(acc) - min(acc) <= 0.15
-    assert all(a >= 0.7 for a in acc)
+    fresh = fit_calibration(rep)
+    shipped = json.loads((Path(__import__("denpex_fast").__file__).parent / "calibration.json").read_text())
+    assert [b["lo"] for b in shipped] == [b["lo"] for b in fresh]
+    for s, f in zip(shipped, fresh):
+        assert abs(s["accuracy"] - f["accuracy"]) <= 0.1, (s, f)
+    acc = [b["accuracy"] for b in shipped]
+    assert acc == sorted(acc)
+    named = [r for r in rep.results if r.verdict == "initiating" and not r.healthy]
+    assert sum(r.right for r in named) / len(named) >= 0.85
