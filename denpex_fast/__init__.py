@@ -20,6 +20,10 @@ _LAZY = {
     "Scanner": ("scanner", "Scanner"),
     "ScanResult": ("scanner", "ScanResult"),
     "MATCH_SCHEMA": ("scanner", "MATCH_SCHEMA"),
+    "diagnose": ("diagnosis", "diagnose"),
+    "Diagnosis": ("diagnosis", "Diagnosis"),
+    "attribute": ("attribution", "attribute"),
+    "Attribution": ("attribution", "Attribution"),
     "CancelFlag": ("_native", "CancelFlag"),
     "hs_version": ("_native", "hs_version"),
     "load_signatures": ("signatures", "load_signatures"),
@@ -28,12 +32,19 @@ _LAZY = {
     "ScanError": ("errors", "ScanError"),
     "SignatureError": ("errors", "SignatureError"),
     "FileError": ("errors", "FileError"),
+    "open_index": ("query", "open_index"),
+    "Index": ("query", "Index"),
+    "build_index": ("index", "build_index"),
 }
 
 __all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "dask":  # the Dask adapter, imported on first use (needs the [dask] extra)
+        import importlib
+
+        return importlib.import_module("denpex_fast.dask")
     try:
         module, attr = _LAZY[name]
     except KeyError:
