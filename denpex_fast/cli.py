@@ -327,5 +327,183 @@ def demo_cmd(fmt: str) -> None:
     ctx.invoke(diagnose_cmd, paths=(str(path),), fmt=fmt, exit_zero=True)
 
 
+class _IndexProgress:
+    """Progress of ``denpex index`` on stderr: jobs, files, bytes/s, ETA."""
+
+    def __init__(self, console: Any) -> None:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                            TransferSpeedColumn(), TimeRemainingColumn(), console=console,
+                            transient=True)
+        self.task = self.bar.add_task("indexing", total=None)
+        self.jobs = self.files = self.n_jobs = self.n_files = 0
+        self.file_bytes = self.job_bytes = self.skipped_bytes = 0
+
+    def __call__(self, event: str, value: Any) -> None:
+        if event == "start":
+            self.n_jobs, self.n_files, total = value
+            self.bar.update(self.task, total=total or None)
+            self.bar.start()
+        elif event == "file":
+            self.files += 1
+            self.file_bytes += value
+        elif event == "job":
+            self.jobs += 1
+            self.job_bytes += value.size
+            if value.status != "indexed":
+                self.skipped_bytes += value.size
+                self.files += value.files
+        # per-file events come from local threads only; Dask reports whole jobs
+        done = self.file_bytes + self.skipped_bytes if self.file_bytes else self.job_bytes
+        self.bar.update(self.task, completed=done,
+                        description=f"jobs {self.jobs}/{self.n_jobs}  "
+                                    f"files {self.files}/{self.n_files}")
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+@main.command("index")
+@click.argument("root")
+@click.option("-o", "--output", "index", required=True,
+              help="The index: a directory or fsspec URL (created if missing).")
+@click.option("--job-glob", metavar="GLOB",
+              help="Jobs are the directories/tar archives matching GLOB under ROOT "
+                   "(default: each immediate subdirectory or archive).")
+@click.option("--job-regex", metavar="REGEX",
+              help="Jobs are the directories/archives whose path relative to ROOT fully "
+                   "matches REGEX; its (?P<job>...) group names the job.")
+@click.option("-e", "--regexp", "exprs", multiple=True, metavar="ID=REGEX",
+              help="Scan for this expression instead of the knowledge base (repeatable).")
+@click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Patterns from FILE: a signature .toml, or ID=REGEX / REGEX lines.")
+@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
+              help="Extra signature directory or file, overriding built-ins by id (repeatable).")
+@click.option("-j", "--threads", type=click.IntRange(1), default=None,
+              help="Jobs indexed at once (default: all cores).")
+@click.option("--dask", "dask_address", metavar="ADDRESS|local",
+              help="Run the jobs on a Dask cluster: a scheduler address, or 'local' for a "
+                   "2-worker LocalCluster.")
+@click.option("--checksum", is_flag=True,
+              help="Compare content hashes even when size and mtime are unchanged.")
+@click.option("--retry-errors", is_flag=True,
+              help="Index again the jobs with files that failed last time.")
+@click.option("--force", is_flag=True, help="Index every job again, changed or not.")
+@click.option("--prune", is_flag=True, help="Drop jobs that are no longer under ROOT.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress and no summary.")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Progress bar on stderr (only when stderr is a terminal).")
+def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None,
+              exprs: tuple[str, ...], files: tuple[str, ...], signature_dirs: tuple[str, ...],
+              threads: int | None, dask_address: str | None, checksum: bool, retry_errors: bool,
+              force: bool, prune: bool, quiet: bool, progress: bool) -> None:
+    """Index the jobs under ROOT into a partitioned Parquet dataset.
+
+    Only new or changed jobs are scanned; each job is committed atomically.
+    Exit status: 0 when every job was indexed (files that could not be read
+    are recorded in the manifest), 2 when a job failed or on a usage error.
+    """
+    from .errors import DenpexError
+    from .index import IndexOptions, build_index
+
+    console = _stderr_console(quiet)
+    if job_glob and job_regex:
+        raise click.UsageError("give --job-glob or --job-regex, not both")
+    try:
+        scanner = _build_scanner(exprs, files, signature_dirs, False, 10_000, 1024)
+    except (DenpexError, OSError) as exc:
+        console.print(f"denpex: {exc}", style="red", markup=False)
+        sys.exit(EXIT_ERROR)
+    bar = _IndexProgress(console) if progress and not quiet and console.is_terminal else None
+    opts = IndexOptions(checksum=checksum, retry_errors=retry_errors, force=force)
+    try:
+        summary = build_index(root, index, scanner=scanner,
+                              signatures=list(signature_dirs) or None, job_glob=job_glob,
+                              job_regex=job_regex, threads=threads, dask=dask_address,
+                              prune=prune, options=opts, progress=bar)
+    except KeyboardInterrupt:
+        console.print("denpex: interrupted (committed jobs are kept)", style="red")
+        sys.exit(130)
+    except (ValueError, OSError) as exc:
+        console.print(f"denpex: {exc}", style="red", markup=False)
+        sys.exit(EXIT_ERROR)
+    finally:
+        if bar:
+            bar.stop()
+    for r in summary.reports:
+        if r.status == "failed":
+            console.print(f"denpex: job {r.job}: {r.error}", style="red", markup=False)
+    if not quiet:
+        mb = sum(r.bytes for r in summary.reports) / 1e6
+        errs = sum(r.file_errors for r in summary.reports)
+        console.print(f"{len(summary.reports)} jobs: {summary.count('indexed')} indexed, "
+                      f"{summary.count('unchanged')} unchanged, {summary.count('touched')} "
+                      f"touched, {summary.count('failed')} failed"
+                      + (f", {len(summary.pruned)} pruned" if summary.pruned else "")
+                      + f"; {mb:.1f} MB scanned in {summary.seconds:.1f} s"
+                      + (f"; {errs} unreadable files (see the manifest)" if errs else ""),
+                      markup=False)
+    sys.exit(0 if summary.ok else EXIT_ERROR)
+
+
+_FORMAT = click.Choice(["text", "json", "csv"])
+
+
+def _open_index_or_exit(index: str) -> Any:
+    from .query import open_index
+
+    try:
+        return open_index(index)
+    except FileNotFoundError as exc:
+        _stderr_console().print(f"denpex: {exc}", style="red", markup=False)
+        sys.exit(EXIT_ERROR)
+
+
+@main.command("query")
+@click.argument("index")
+@click.argument("sql")
+@click.option("--format", "fmt", type=_FORMAT, default="text", show_default=True,
+              help="Output as an aligned text table, a JSON array or CSV.")
+def query_cmd(index: str, sql: str, fmt: str) -> None:
+    """Run SQL (DuckDB) over INDEX: views matches, diagnosis, rank_fates, manifest."""
+    import duckdb
+
+    from .query import format_table
+
+    ix = _open_index_or_exit(index)
+    try:
+        table = ix.sql(sql)
+    except duckdb.Error as exc:
+        _stderr_console().print(f"denpex: {exc}", style="red", markup=False)
+        sys.exit(EXIT_ERROR)
+    sys.stdout.write(format_table(table, fmt))
+
+
+@main.command("report")
+@click.argument("index")
+@click.option("--top-causes", "which", flag_value="top-causes",
+              help="Initiating causes across jobs, most frequent first.")
+@click.option("--by-host", "which", flag_value="by-host",
+              help="Hosts where failures began, with their causes.")
+@click.option("--trend", "which", flag_value="trend",
+              help="Initiating causes per ISO week.")
+@click.option("--format", "fmt", type=_FORMAT, default="text", show_default=True,
+              help="Output as an aligned text table, a JSON array or CSV.")
+def report_cmd(index: str, which: str | None, fmt: str) -> None:
+    """A ready-made report over INDEX (default: --top-causes)."""
+    from .query import format_table
+
+    ix = _open_index_or_exit(index)
+    sys.stdout.write(format_table(ix.report(which or "top-causes"), fmt))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,590 @@
+"""The index: a partitioned Parquet dataset of many jobs, kept up to date.
+
+Layout (hive partitioning by ``job``; one directory per job in each dataset)::
+
+    INDEX/matches/job=<job>/part-0.parquet      attributed match table
+    INDEX/rank_fates/job=<job>/part-0.parquet   one row per rank
+    INDEX/diagnosis/job=<job>/part-0.parquet    one row per job
+    INDEX/manifest/job=<job>/part-0.parquet     one row per file: size, mtime, hash, status
+
+Re-running only scans jobs with new or changed files: a file is unchanged
+when its size and mtime equal the manifest's (or, when they differ, its
+content hash does; ``checksum=True`` always compares hashes).  A changed job
+is re-scanned and re-diagnosed and all its partitions are replaced.
+
+Commits are per job and crash-safe: the partitions are written to
+``INDEX/.tmp/``, a marker ``INDEX/.pending/<job>`` is created, each partition
+directory is swapped in with a rename (the old one moved to ``INDEX/.trash/``),
+and the marker is removed last.  A job whose marker survives a crash is
+indexed again by the next run; readers never see a half-written file.  One
+writer at a time per index.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import unquote
+
+import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from fsspec.implementations.local import LocalFileSystem
+
+from .jobs import HashingReader, Job, JobFile, StreamError, discover_jobs, file_digest
+
+DATASETS = ("matches", "rank_fates", "diagnosis", "manifest")  # commit order
+PARTITIONING = ds.partitioning(pa.schema([("job", pa.string())]), flavor="hive")
+TS = pa.timestamp("us", tz="UTC")
+
+MANIFEST_SCHEMA = pa.schema([
+    ("path", pa.string()), ("size", pa.int64()), ("mtime", TS), ("hash", pa.string()),
+    ("status", pa.string()), ("error", pa.string()),
+])
+
+DIAGNOSIS_SCHEMA = pa.schema([
+    ("initiating_signature", pa.string()), ("initiating_rank", pa.int32()),
+    ("initiating_host", pa.string()), ("initiating_file", pa.string()),
+    ("initiating_line", pa.uint64()), ("initiating_ts", TS), ("confidence", pa.float64()),
+    ("fix_id", pa.string()), ("verdict", pa.string()), ("n_matches", pa.int64()),
+    ("n_causes", pa.int64()), ("n_symptoms", pa.int64()), ("n_ranks", pa.int64()),
+    # added by the index
+    ("scanned_at", TS), ("last_modified", TS), ("n_files", pa.int64()),
+    ("n_file_errors", pa.int64()), ("bytes_scanned", pa.int64()), ("seconds", pa.float64()),
+])
+
+
+# -- the diagnosis API: every call to it is here ------------------------------
+
+def diagnose_matches(table: pa.Table, signatures: Any) -> tuple[pa.Table, dict[str, Any], pa.Table]:
+    """Attributed match table, summary row and rank fates of one job's matches."""
+    from .diagnosis import diagnose_table
+
+    d = diagnose_table(table, signatures=signatures)
+    return d.table, d.summary_row(), d.rank_fates
+
+
+# -- what a worker needs ------------------------------------------------------
+
+_SIGNATURE_CACHE: dict[Any, Any] = {}
+_SIGNATURE_LOCK = threading.Lock()
+
+
+@dataclass
+class IndexOptions:
+    """How jobs are scanned: ``threads`` per job, decompression limits, checks."""
+
+    threads: int = 1
+    checksum: bool = False
+    retry_errors: bool = False
+    force: bool = False
+    max_decompressed: int | None = None
+    max_ratio: float | None = None
+
+
+@dataclass
+class JobContext:
+    """Everything a (possibly remote) worker needs to index a job.
+
+    Pickles small: the :class:`~denpex_fast.Scanner` travels as its serialized
+    database, and the signature knowledge base as the paths it was loaded
+    from (``None``: built-in; ``()``: none), loaded once per process.
+    """
+
+    scanner: Any
+    index_url: str
+    signature_paths: tuple[str, ...] | None = None
+    options: IndexOptions = field(default_factory=IndexOptions)
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    signature_set: Any = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["signature_set"] = None  # SignatureSet does not pickle; reloaded by path
+        return state
+
+    def signatures(self) -> Any:
+        """The knowledge base for diagnosis (loaded once per process)."""
+        if self.signature_set is not None:
+            return self.signature_set
+        if self.signature_paths == ():
+            return None
+        key = self.signature_paths
+        with _SIGNATURE_LOCK:
+            kb = _SIGNATURE_CACHE.get(key)
+            if kb is None:
+                from .signatures import load_signatures
+
+                paths = list(key) if key is not None else None
+                kb = _SIGNATURE_CACHE[key] = load_signatures(paths, validate_patterns=False)
+        self.signature_set = kb
+        return kb
+
+    def store(self) -> IndexStore:
+        """The index this context writes to."""
+        return IndexStore(self.index_url, self.storage_options)
+
+
+@dataclass
+class JobReport:
+    """What indexing one job did: ``status`` is indexed/unchanged/touched/failed.
+
+    ``size``: bytes on disk of the job's files; ``bytes``: bytes scanned
+    (uncompressed); ``file_errors``: files recorded with an error.
+    """
+
+    job: str
+    status: str
+    files: int = 0
+    size: int = 0
+    bytes: int = 0
+    file_errors: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+
+# -- storage ------------------------------------------------------------------
+
+def partition_name(job: str) -> str:
+    """The partition directory of ``job`` (``job=<percent-encoded name>``)."""
+    return PARTITIONING.format(pc.field("job") == job)[0]
+
+
+class IndexStore:
+    """Paths and atomic partition swaps of an index on any fsspec filesystem."""
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.url = url
+        self.fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        self.root = root.rstrip("/") or root
+        self.local = isinstance(self.fs, LocalFileSystem)
+
+    def path(self, *parts: str) -> str:
+        """A path inside the index."""
+        return "/".join([self.root, *parts])
+
+    def arrow_fs(self) -> Any:
+        """The filesystem to give pyarrow (None for local paths)."""
+        return None if self.local else self.fs
+
+    def _rename(self, src: str, dst: str) -> None:
+        if self.local:
+            os.replace(src, dst)  # atomic on one filesystem
+        else:
+            self.fs.mv(src, dst, recursive=True)
+
+    def _exists(self, path: str) -> bool:
+        return os.path.lexists(path) if self.local else self.fs.exists(path)
+
+    def _rm(self, path: str) -> None:
+        try:
+            self.fs.rm(path, recursive=True)
+        except FileNotFoundError:
+            pass
+
+    def _marker(self, job: str) -> str:
+        return self.path(".pending", partition_name(job))
+
+    # -- state ------------------------------------------------------------
+    def recover(self) -> None:
+        """Delete what an interrupted run left in ``.tmp`` and ``.trash``."""
+        for d in (".tmp", ".trash"):
+            self._rm(self.path(d))
+
+    def committed_jobs(self) -> set[str]:
+        """Jobs with a complete commit (a diagnosis partition and no pending marker)."""
+        def names(sub: str) -> set[str]:
+            try:
+                entries = self.fs.ls(self.path(sub), detail=False)
+            except FileNotFoundError:
+                return set()
+            out = set()
+            for e in entries:
+                base = e.rstrip("/").rsplit("/", 1)[-1]
+                if base.startswith("job="):
+                    out.add(unquote(base[4:]))
+            return out
+
+        return names("diagnosis") - names(".pending")
+
+    def read(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
+        """One dataset (``matches``...) as a table with its ``job`` column."""
+        path = self.path(name)
+        try:
+            if not self._exists(path):
+                raise FileNotFoundError(path)
+            dset = ds.dataset(path, format="parquet", partitioning="hive",
+                              filesystem=self.arrow_fs())
+            files = dset.files
+        except (FileNotFoundError, pa.ArrowInvalid):
+            files = []
+        if not files:
+            base = schema if schema is not None else pa.schema([])
+            return base.append(pa.field("job", pa.string())).empty_table()
+        schemas = [ds.dataset(f, format="parquet", filesystem=self.arrow_fs()).schema
+                   for f in files[:1]]
+        if schema is not None:
+            schemas.append(schema)
+        unified = pa.unify_schemas(schemas + [pa.schema([("job", pa.string())])])
+        table = ds.dataset(path, format="parquet", partitioning="hive", schema=unified,
+                           filesystem=self.arrow_fs()).to_table()
+        return table.unify_dictionaries()  # one dictionary per column: group_by/compute work
+
+    # -- commit -----------------------------------------------------------
+    def commit(self, job: str, tables: dict[str, pa.Table | None]) -> None:
+        """Replace ``job``'s partitions by ``tables`` atomically per partition.
+
+        ``None`` leaves a dataset untouched; an empty table removes the job's
+        partition.  A crash at any point leaves the pending marker, so the
+        next run indexes the job again.
+        """
+        tmp = self.path(".tmp", uuid.uuid4().hex)
+        part = partition_name(job)
+        staged: dict[str, str | None] = {}
+        for name in DATASETS:
+            table = tables.get(name)
+            if table is None:
+                continue
+            if table.num_rows == 0:
+                staged[name] = None
+                continue
+            table = table.append_column("job", pa.array([job] * table.num_rows, pa.string()))
+            ds.write_dataset(table, f"{tmp}/{name}", format="parquet", partitioning=PARTITIONING,
+                             filesystem=self.arrow_fs(), basename_template="part-{i}.parquet",
+                             existing_data_behavior="overwrite_or_ignore",
+                             create_dir=True)
+            staged[name] = f"{tmp}/{name}/{part}"
+        marker = self._marker(job)
+        self.fs.makedirs(self.path(".pending"), exist_ok=True)
+        self.fs.makedirs(self.path(".trash"), exist_ok=True)
+        self.fs.pipe_file(marker, b"")
+        for name in DATASETS:
+            if name not in staged:
+                continue
+            dest = self.path(name, part)
+            if self._exists(dest):
+                self._rename(dest, self.path(".trash", uuid.uuid4().hex))
+            src = staged[name]
+            if src is not None:
+                self.fs.makedirs(self.path(name), exist_ok=True)
+                self._rename(src, dest)
+        self.fs.rm(marker)
+        self._rm(tmp)
+
+    def drop(self, job: str) -> None:
+        """Remove every partition of ``job``."""
+        self.commit(job, {name: pa.table({}) for name in DATASETS})
+
+    def clean(self) -> None:
+        """Remove ``.tmp``/``.trash`` leftovers of this run."""
+        self.recover()
+
+
+# -- one job ------------------------------------------------------------------
+
+def _plan(job: Job, previous: list[dict[str, Any]] | None,
+          opts: IndexOptions) -> tuple[str, dict[str, str]]:
+    """``("full"|"unchanged"|"touched", {rel: hash of touched files})``."""
+    if previous is None or opts.force:
+        return "full", {}
+    prev = {r["path"]: r for r in previous}
+    if set(prev) != {f.rel for f in job.files}:
+        return "full", {}
+    touched: dict[str, str] = {}
+    for f in job.files:
+        p = prev[f.rel]
+        if opts.retry_errors and p["status"] != "ok":
+            return "full", {}
+        same = p["size"] == f.size and p["mtime"] == f.mtime
+        if same and not opts.checksum:
+            continue
+        if p["size"] != f.size:
+            return "full", {}
+        try:
+            digest = file_digest(job.fs, f.path)
+        except OSError:
+            return "full", {}
+        if digest != p["hash"]:
+            return "full", {}
+        if not same:
+            touched[f.rel] = digest
+    return ("touched" if touched else "unchanged"), touched
+
+
+def _manifest(rows: list[tuple[JobFile, str | None, str, str | None]]) -> pa.Table:
+    return pa.table({
+        "path": [f.rel for f, *_ in rows], "size": [f.size for f, *_ in rows],
+        "mtime": [f.mtime for f, *_ in rows], "hash": [h for _, h, _, _ in rows],
+        "status": [s for _, _, s, _ in rows], "error": [e for *_, e in rows],
+    }, schema=MANIFEST_SCHEMA)
+
+
+def _relabel(table: pa.Table, labels: dict[str, str]) -> pa.Table:
+    """Replace the ``file`` dictionary's paths by job-relative labels (no row copy)."""
+    idx = table.schema.get_field_index("file")
+    chunks = []
+    for chunk in table.column(idx).chunks:
+        d = chunk.dictionary.to_pylist()
+        chunks.append(pa.DictionaryArray.from_arrays(
+            chunk.indices, pa.array([labels.get(x, x) for x in d], pa.string())))
+    col = pa.chunked_array(chunks, table.schema.field(idx).type)
+    return table.set_column(idx, table.schema.field(idx), col)
+
+
+def scan_job(job: Job, ctx: JobContext,
+             on_file: Callable[[int], None] | None = None) -> tuple[pa.Table, pa.Table, int]:
+    """Scan every file of ``job``: (match table, manifest, bytes scanned).
+
+    Local plain/compressed files go through :meth:`Scanner.run` (mmap); tar
+    archives and remote files are streamed through :meth:`Scanner.scan_stream`.
+    A file that fails is recorded in the manifest with its error; the rest
+    of the job is still scanned.  ``on_file(size)`` is called per file done.
+    """
+    from .scanner import MATCH_SCHEMA
+
+    scanner, o = ctx.scanner, ctx.options
+    tables: list[pa.Table] = []
+    status: dict[str, tuple[str | None, str, str | None]] = {}  # rel -> (hash, status, error)
+    scanned = 0
+    direct = [f for f in job.files if job.local and not f.is_tar]
+    if direct:
+        labels = {f.path: f.rel for f in direct}
+        res = scanner.run([f.path for f in direct], threads=o.threads, errors="collect",
+                          max_decompressed=o.max_decompressed, max_ratio=o.max_ratio)
+        tables.append(_relabel(res.table, labels))
+        scanned += int(res.stats.get("bytes", 0))
+        errs = {labels.get(e.path, e.path): f"{e.kind}: {e.message}" for e in res.errors}
+        for f in direct:
+            try:
+                digest: str | None = file_digest(job.fs, f.path)
+            except OSError:
+                digest = None
+            err = errs.get(f.rel)
+            status[f.rel] = (digest, "error" if err else "ok", err)
+            if on_file:
+                on_file(f.size)
+    for f in job.files:
+        if f.rel in status:
+            continue
+        errors: list[str] = []
+        hr: HashingReader | None = None
+        try:
+            with job.fs.open(f.path, "rb") as raw:
+                hr = HashingReader(raw)
+                if f.is_tar:
+                    try:
+                        for label, member in _members(hr, f.rel):
+                            r = scanner.scan_stream(member, label,
+                                                    max_decompressed=o.max_decompressed,
+                                                    max_ratio=o.max_ratio)
+                            tables.append(r.table)
+                            scanned += int(r.stats["bytes"])
+                            errors += [f"{e.path}: {e.kind}: {e.message}" for e in r.errors]
+                    except StreamError as exc:
+                        errors.append(f"{f.rel}: {exc}")
+                else:
+                    r = scanner.scan_stream(_Unclosed(hr), f.rel,
+                                            max_decompressed=o.max_decompressed,
+                                            max_ratio=o.max_ratio)
+                    tables.append(r.table)
+                    scanned += int(r.stats["bytes"])
+                    errors += [f"{e.kind}: {e.message}" for e in r.errors]
+                hr.drain()  # the hash covers the whole file, even after damage
+        except OSError as exc:
+            errors.append(f"open: {exc.strerror or exc}")
+            hr = None
+        status[f.rel] = (hr.digest() if hr else None, "error" if errors else "ok",
+                         "; ".join(errors[:20]) or None)
+        if on_file:
+            on_file(f.size)
+    table = pa.concat_tables(tables) if tables else MATCH_SCHEMA.empty_table()
+    table = table.cast(MATCH_SCHEMA) if table.schema != MATCH_SCHEMA else table
+    manifest = _manifest([(f, *status[f.rel]) for f in job.files])
+    return table, manifest, scanned
+
+
+def _members(hr: HashingReader, label: str) -> Iterator[tuple[str, Any]]:
+    from .jobs import iter_tar_members
+
+    yield from iter_tar_members(hr, label)
+
+
+class _Unclosed:
+    """Lets the scanner close a stream without closing the file we still hash."""
+
+    def __init__(self, raw: HashingReader) -> None:
+        self._raw = raw
+        self.read = raw.read
+        self.readinto = raw.readinto
+
+    def close(self) -> None:
+        pass
+
+
+def _diagnosis_row(summary: dict[str, Any], job: Job, manifest: pa.Table, scanned: int,
+                   seconds: float) -> pa.Table:
+    row = dict(summary)
+    n_err = int(pc.sum(pc.equal(manifest.column("status"), "error")).as_py() or 0)
+    mtimes = [f.mtime for f in job.files if f.mtime is not None]
+    row.update(scanned_at=datetime.now(timezone.utc), last_modified=max(mtimes, default=None),
+               n_files=len(job.files), n_file_errors=n_err, bytes_scanned=scanned,
+               seconds=seconds)
+    fields = list(DIAGNOSIS_SCHEMA)
+    known = set(DIAGNOSIS_SCHEMA.names)
+    for k, v in row.items():  # keys a newer diagnosis adds are kept, typed by value
+        if k not in known:
+            fields.append(pa.field(k, pa.scalar(v).type if v is not None else pa.string()))
+    schema = pa.schema(fields)
+    return pa.Table.from_pylist([{k: row.get(k) for k in schema.names}], schema=schema)
+
+
+def index_job(job: Job, ctx: JobContext, previous: list[dict[str, Any]] | None,
+              on_file: Callable[[int], None] | None = None) -> JobReport:
+    """Index one job if it is new or changed and commit it; never raises.
+
+    ``previous``: the job's manifest rows from the last complete commit
+    (``None``: not indexed yet).  This is the unit of work of local threads
+    and of Dask workers alike.
+    """
+    t0 = time.perf_counter()
+    try:
+        plan, touched = _plan(job, previous, ctx.options)
+        if plan == "unchanged":
+            return JobReport(job.name, "unchanged", files=len(job.files), size=job.size)
+        store = ctx.store()
+        if plan == "touched":  # same bytes, new mtimes: refresh the manifest only
+            assert previous is not None
+            prev = {r["path"]: r for r in previous}
+            manifest = _manifest([(f, touched.get(f.rel, prev[f.rel]["hash"]),
+                                   prev[f.rel]["status"], prev[f.rel]["error"])
+                                  for f in job.files])
+            store.commit(job.name, {"manifest": manifest})
+            return JobReport(job.name, "touched", files=len(job.files), size=job.size,
+                             seconds=time.perf_counter() - t0)
+        table, manifest, scanned = scan_job(job, ctx, on_file)
+        attributed, summary, fates = diagnose_matches(table, ctx.signatures())
+        diag = _diagnosis_row(summary, job, manifest, scanned, time.perf_counter() - t0)
+        store.commit(job.name, {"matches": attributed, "rank_fates": fates,
+                                "diagnosis": diag, "manifest": manifest})
+        n_err = int(diag.column("n_file_errors")[0].as_py())
+        return JobReport(job.name, "indexed", files=len(job.files), size=job.size, bytes=scanned,
+                         file_errors=n_err, seconds=time.perf_counter() - t0)
+    except Exception as exc:  # one broken job must not stop the others
+        return JobReport(job.name, "failed", files=len(job.files), size=job.size,
+                         seconds=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}")
+
+
+# -- many jobs ----------------------------------------------------------------
+
+@dataclass
+class IndexSummary:
+    """The outcome of :func:`build_index`: one report per job, plus pruned jobs."""
+
+    reports: list[JobReport] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        """Jobs with this status."""
+        return sum(r.status == status for r in self.reports)
+
+    @property
+    def ok(self) -> bool:
+        """True when no job failed."""
+        return not any(r.status == "failed" for r in self.reports)
+
+
+ProgressHook = Callable[[str, Any], None]  # ("start", (jobs, files, bytes)) / ("file", size) / ("job", report)
+
+
+def previous_manifests(store: IndexStore) -> dict[str, list[dict[str, Any]]]:
+    """Manifest rows of every completely committed job."""
+    committed = store.committed_jobs()
+    table = store.read("manifest", MANIFEST_SCHEMA)
+    out: dict[str, list[dict[str, Any]]] = {j: [] for j in committed}
+    for row in table.to_pylist():
+        if row["job"] in out:
+            out[row["job"]].append(row)
+    return out
+
+
+def build_index(root: str, index: str, *, scanner: Any = None,
+                signatures: Iterable[str] | None = None, job_glob: str | None = None,
+                job_regex: str | None = None, threads: int | None = None,
+                dask: Any = None, prune: bool = False, options: IndexOptions | None = None,
+                storage_options: dict[str, Any] | None = None,
+                progress: ProgressHook | None = None) -> IndexSummary:
+    """Index every job under ``root`` into the dataset at ``index``.
+
+    ``scanner``: a :class:`~denpex_fast.Scanner` (default: the built-in
+    knowledge base, or ``signatures`` paths added to it); ``threads``: jobs
+    indexed at once (default: all cores); ``dask``: a
+    ``distributed.Client``, a scheduler address or ``"local"`` to run the
+    jobs on a Dask cluster instead; ``prune``: drop jobs no longer under
+    ``root``; ``options``: :class:`IndexOptions`.  Only new or changed jobs
+    are scanned; see the module docstring for the commit protocol.
+    """
+    from .scanner import Scanner, default_threads
+
+    t0 = time.perf_counter()
+    opts = options or IndexOptions()
+    sig_paths = tuple(str(p) for p in signatures) if signatures else None
+    if scanner is None:
+        scanner = Scanner(list(sig_paths) if sig_paths else None)
+    elif scanner.signature_set is None:
+        sig_paths = ()
+    ctx = JobContext(scanner, index, sig_paths, opts, dict(storage_options or {}),
+                     scanner.signature_set)
+    store = ctx.store()
+    store.fs.makedirs(store.root, exist_ok=True)
+    store.recover()
+    jobs = discover_jobs(root, job_glob=job_glob, job_regex=job_regex, exclude=index,
+                         storage_options=storage_options)
+    previous = previous_manifests(store)
+    summary = IndexSummary()
+    if progress:
+        progress("start", (len(jobs), sum(len(j.files) for j in jobs), sum(j.size for j in jobs)))
+    if dask is not None:
+        from .dask import index_jobs_on_dask
+
+        results: Iterable[JobReport] = index_jobs_on_dask(dask, jobs, ctx, previous)
+    else:
+        results = _index_threads(jobs, ctx, previous, threads or default_threads(), progress)
+    for rep in results:
+        summary.reports.append(rep)
+        if progress:
+            progress("job", rep)
+    if prune:
+        live = {j.name for j in jobs}
+        for name in sorted(set(previous) | store.committed_jobs()):
+            if name not in live:
+                store.drop(name)
+                summary.pruned.append(name)
+    store.clean()
+    summary.reports.sort(key=lambda r: r.job)
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _index_threads(jobs: list[Job], ctx: JobContext, previous: dict[str, Any], n: int,
+                   progress: ProgressHook | None) -> Iterator[JobReport]:
+    on_file = (lambda size: progress("file", size)) if progress else None
+    # Many jobs: one thread each, scanning with one thread; few jobs: share the cores.
+    ctx = replace(ctx, options=replace(ctx.options, threads=max(1, n // max(1, min(n, len(jobs))))))
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="denpex-index") as pool:
+        futures = [pool.submit(index_job, j, ctx, previous.get(j.name), on_file) for j in jobs]
+        try:
+            for fut in as_completed(futures):
+                yield fut.result()
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise

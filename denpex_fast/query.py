@@ -1,0 +1,206 @@
+"""Query an index with DuckDB, and the ready-made reports.
+
+    >>> import denpex_fast as dx
+    >>> ix = dx.open_index("index/")
+    >>> ix.diagnosis()                       # pyarrow.Table, one row per job
+    >>> ix.sql("select initiating_signature, count(*) from diagnosis group by 1")
+
+SQL sees four views: ``matches``, ``diagnosis``, ``rank_fates``, ``manifest``
+(each with its ``job`` column).  Local indexes are read with
+``read_parquet('INDEX/<view>/**/*.parquet', hive_partitioning=true)``; fsspec
+URLs through DuckDB's fsspec filesystem registration.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import date, datetime
+from typing import Any
+
+import pyarrow as pa
+
+from .index import DATASETS, DIAGNOSIS_SCHEMA, MANIFEST_SCHEMA, IndexStore
+
+REPORTS = {
+    # initiating causes across jobs, most frequent first
+    "top-causes": """
+        SELECT initiating_signature AS cause,
+               count(*) AS jobs,
+               round(100.0 * count(*) / (SELECT count(*) FROM diagnosis), 1) AS pct_of_jobs,
+               round(avg(confidence), 3) AS mean_confidence,
+               any_value(fix_id) AS fix_id,
+               min(job) AS example_job
+        FROM diagnosis
+        WHERE verdict = 'initiating' AND initiating_signature IS NOT NULL
+        GROUP BY 1 ORDER BY jobs DESC, cause""",
+    # hosts where failures began
+    "by-host": """
+        SELECT coalesce(initiating_host, '(unknown)') AS host,
+               count(*) AS jobs,
+               count(DISTINCT initiating_signature) AS distinct_causes,
+               string_agg(DISTINCT initiating_signature, ', '
+                          ORDER BY initiating_signature) AS causes
+        FROM diagnosis
+        WHERE verdict = 'initiating'
+        GROUP BY 1 ORDER BY jobs DESC, host""",
+    # initiating causes per ISO week (failure time, else the logs' mtime)
+    "trend": """
+        SELECT printf('%04d-W%02d', isoyear(t), week(t)) AS iso_week,
+               initiating_signature AS cause,
+               count(*) AS jobs
+        FROM (SELECT coalesce(initiating_ts, last_modified, scanned_at) AS t,
+                     initiating_signature
+              FROM diagnosis
+              WHERE verdict = 'initiating' AND initiating_signature IS NOT NULL)
+        GROUP BY 1, 2 ORDER BY 1, jobs DESC, cause""",
+}
+
+
+def _empty_schema(name: str) -> pa.Schema:
+    from .diagnosis import RANK_FATE_SCHEMA
+    from .scanner import MATCH_SCHEMA
+
+    base = {"matches": MATCH_SCHEMA, "diagnosis": DIAGNOSIS_SCHEMA,
+            "rank_fates": RANK_FATE_SCHEMA, "manifest": MANIFEST_SCHEMA}[name]
+    return base.append(pa.field("job", pa.string()))
+
+
+class Index:
+    """An index written by ``denpex index``; tables come back as pyarrow Tables."""
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.store = IndexStore(url, storage_options)
+        if not self.store.fs.isdir(self.store.root):
+            raise FileNotFoundError(f"{url}: no index here")
+        self._con: Any = None
+
+    def __repr__(self) -> str:
+        return f"Index({self.store.url!r})"
+
+    def _read(self, name: str) -> pa.Table:
+        return self.store.read(name, _empty_schema(name).remove(
+            _empty_schema(name).get_field_index("job")))
+
+    def matches(self) -> pa.Table:
+        """The attributed match table of every job (plus ``job``)."""
+        return self._read("matches")
+
+    def diagnosis(self) -> pa.Table:
+        """One row per job: the diagnosis summary, when and what was scanned."""
+        return self._read("diagnosis")
+
+    def rank_fates(self) -> pa.Table:
+        """One row per (job, rank): first error, exit code, who tore it down."""
+        return self._read("rank_fates")
+
+    def manifest(self) -> pa.Table:
+        """One row per file: path, size, mtime, hash, status, error."""
+        return self._read("manifest")
+
+    def jobs(self) -> list[str]:
+        """Names of the completely indexed jobs."""
+        return sorted(self.store.committed_jobs())
+
+    def connection(self) -> Any:
+        """A DuckDB connection with the four views defined."""
+        if self._con is None:
+            import duckdb
+
+            con = duckdb.connect()
+            st = self.store
+            prefix = st.root
+            if not st.local:
+                con.register_filesystem(st.fs)
+                prefix = f"{st.fs.protocol if isinstance(st.fs.protocol, str) else st.fs.protocol[0]}://{st.root.lstrip('/')}"
+                if prefix.startswith("memory://") and st.root.startswith("/"):
+                    prefix = "memory://" + st.root
+            for name in DATASETS:
+                if self._has_files(name):
+                    glob = f"{prefix}/{name}/**/*.parquet".replace("'", "''")
+                    con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
+                                f"'{glob}', hive_partitioning=true, union_by_name=true)")
+                else:  # no partition yet: an empty view with the right columns
+                    con.register(f"_empty_{name}", _empty_schema(name).empty_table())
+                    con.execute(f"CREATE VIEW {name} AS SELECT * FROM _empty_{name}")
+            self._con = con
+        return self._con
+
+    def _has_files(self, name: str) -> bool:
+        try:
+            return bool(self.store.fs.glob(self.store.path(name, "*", "*.parquet")))
+        except FileNotFoundError:
+            return False
+
+    def sql(self, query: str) -> pa.Table:
+        """Run SQL over the views; the result as a pyarrow Table."""
+        return self.connection().sql(query).to_arrow_table()
+
+    def report(self, name: str) -> pa.Table:
+        """A ready-made report: ``top-causes``, ``by-host`` or ``trend``."""
+        try:
+            return self.sql(REPORTS[name])
+        except KeyError:
+            raise ValueError(f"unknown report {name!r}; choose from {sorted(REPORTS)}") from None
+
+    def close(self) -> None:
+        """Close the DuckDB connection, if one was opened."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+
+def open_index(url: str, storage_options: dict[str, Any] | None = None) -> Index:
+    """Open the index at ``url`` (a path or fsspec URL)."""
+    return Index(url, storage_options)
+
+
+# -- output formats -------------------------------------------------------------
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, (datetime, date)):
+        return v.isoformat()
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+def format_table(table: pa.Table, fmt: str = "text") -> str:
+    """Render a table as ``text`` (aligned columns), ``json`` (array) or ``csv``."""
+    rows = table.to_pylist()
+    names = table.column_names
+    if fmt == "json":
+        return json.dumps([_plain(r) for r in rows], ensure_ascii=False, indent=1) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(names)
+        for r in rows:
+            w.writerow(["" if r[n] is None else _cell(r[n]) for n in names])
+        return buf.getvalue()
+    if fmt != "text":
+        raise ValueError(f"unknown format {fmt!r} (text, json, csv)")
+    cells = [[_cell(r[n]) for n in names] for r in rows]
+    widths = [max([len(n)] + [len(c[i]) for c in cells]) for i, n in enumerate(names)]
+    lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.append(f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, (datetime, date)):
+        return v.isoformat()
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, dict)):
+        return json.dumps(_plain(v), ensure_ascii=False)
+    return str(v).replace("\n", "\\n")
