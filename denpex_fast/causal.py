@@ -133,6 +133,50 @@ def _num(fields: dict[str, str], names: Sequence[str]) -> float | None:
     return None
 
 
+def thin_context(table: pa.Table, kb: Any, keep: int = 8) -> pa.Table:
+    """Drop the middle of long runs of context rows (vectorised).
+
+    Step and progress lines can be tens of thousands of rows; the ranking only
+    needs the first rows of each (file, signature, rank) run (shared events
+    for clock skew) and the last ones (where progress stopped).  Cause and
+    symptom rows are all kept.
+    """
+    n = table.num_rows
+    if n <= 4 * keep:
+        return table
+    import numpy as np
+    import pyarrow.compute as pc
+
+    sig_col = table.column("signature").combine_chunks()
+    names = sig_col.dictionary.to_pylist()
+    is_ctx_dict = np.array([_role(kb, x) == "context" for x in names], dtype=bool)
+    sig_idx = sig_col.indices.to_numpy(zero_copy_only=False)
+    ctx = is_ctx_dict[sig_idx]
+    if ctx.sum() <= 4 * keep:
+        return table
+    file_idx = table.column("file").combine_chunks().indices.to_numpy(zero_copy_only=False)
+    rank = pc.fill_null(table.column("rank"), -1).to_numpy().astype(np.int64)
+    line = table.column("line").to_numpy()
+    order = np.lexsort((line, rank, sig_idx, file_idx))
+    key = np.stack([file_idx[order], sig_idx[order], rank[order]])
+    new_group = np.r_[True, np.any(key[:, 1:] != key[:, :-1], axis=0)]
+    start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
+    end = np.r_[np.flatnonzero(new_group)[1:], n]
+    end = end[np.cumsum(new_group) - 1]
+    pos = np.arange(n) - start
+    keep_sorted = (pos < keep) | (end - np.arange(n) <= keep) | ~ctx[order]
+    mask = np.zeros(n, dtype=bool)
+    mask[order] = keep_sorted
+    return table.filter(pa.array(mask))
+
+
+def _role(kb: Any, sig_id: str) -> str:
+    try:
+        return str(kb[sig_id].role)
+    except KeyError:
+        return "context"
+
+
 def build_events(table: pa.Table, kb: Any) -> list[Event]:
     """Events for every row of ``table`` whose signature the knowledge base knows.
 
@@ -335,7 +379,7 @@ def ranks_from_paths(files: Iterable[str]) -> set[int]:
 
 def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None) -> Ranking:
     """Rank the events of one job; see the module docstring for the rules."""
-    events = build_events(table, kb) if events is None else events
+    events = build_events(thin_context(table, kb), kb) if events is None else events
     skew = estimate_skew(events)
     for e in events:
         e.t = skew.correct(e.host, e.ts.timestamp()) if e.ts is not None else None

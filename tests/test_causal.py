@@ -163,3 +163,20 @@ def test_diagnosis_assembles_collateral_fix_and_rank_fates(kb) -> None:
     assert fates[0]["last_collective_seq"] == 4812
     row = d.summary_row()
     assert (row["initiating_rank"], row["verdict"], row["n_ranks"]) == (2, "initiating", 4)
+
+
+def test_context_runs_are_thinned_but_causes_kept(kb) -> None:
+    from denpex_fast.causal import thin_context
+
+    steps = [{"signature": "ds-step-progress", "text": f"[Rank {r}] step={i}, skipped=0, lr=[0.0001], mom=[(0.9, 0.999)]",
+              "rank": r, "host": "n0", "ts": float(i), "line": 10 * i + r} for i in range(500) for r in (0, 1)]
+    rows = steps + [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 5001}]
+    t = thin_context(table(rows), kb, keep=8)
+    sig = t.column("signature").to_pylist()
+    assert sig.count("cuda-oom") == 1
+    assert sig.count("ds-step-progress") == 2 * 16          # first 8 and last 8 per rank
+    lines = sorted(x for x, s in zip(t.column("line").to_pylist(), sig) if s == "ds-step-progress")
+    assert lines[:2] == [0, 1] and lines[-2:] == [4990, 4991]
+    d = diagnose_table(table(rows), signatures=kb)
+    fates = {f["rank"]: f for f in d.to_dict()["rank_fates"]}
+    assert fates[0]["last_step"] == 499 and fates[1]["last_step"] == 499
