@@ -505,5 +505,105 @@ def report_cmd(index: str, which: str | None, fmt: str) -> None:
     sys.stdout.write(format_table(ix.report(which or "top-causes"), fmt))
 
 
+@main.group("signatures")
+def signatures_group() -> None:
+    """Browse, test and check the signature knowledge base."""
+
+
+def _kb(signature_dirs: tuple[str, ...]) -> Any:
+    from .signatures import load_signatures
+
+    return load_signatures(list(signature_dirs) or None, validate_patterns=False)
+
+
+@signatures_group.command("list")
+@click.option("--framework", help="Only entries of this framework (pytorch, nccl, deepspeed, ...).")
+@click.option("--phase", help="Only entries of this phase (memory, communication, checkpoint, ...).")
+@click.option("--role", type=click.Choice(["cause", "symptom", "context"]),
+              help="Only entries of this role.")
+@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
+              help="Extra signature directory or file (repeatable).")
+def signatures_list(framework: str | None, phase: str | None, role: str | None,
+                    signature_dirs: tuple[str, ...]) -> None:
+    """List signatures: id, role, phase, framework and title."""
+    n = 0
+    for sig in _kb(signature_dirs):
+        if (framework and sig.framework != framework) or (phase and sig.phase != phase) \
+                or (role and sig.role != role):
+            continue
+        click.echo(f"{sig.id}\t{sig.role}\t{sig.phase}\t{sig.framework}\t{sig.title}")
+        n += 1
+    click.echo(f"{n} signature(s)", err=True)
+
+
+@signatures_group.command("show")
+@click.argument("signature_id")
+@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
+              help="Extra signature directory or file (repeatable).")
+def signatures_show(signature_id: str, signature_dirs: tuple[str, ...]) -> None:
+    """Show one entry: patterns, root cause, fix, checklist, competing, verify, references."""
+    from .signatures import format_signature
+
+    kb = _kb(signature_dirs)
+    try:
+        click.echo(format_signature(kb[signature_id]))
+    except KeyError:
+        import difflib
+
+        close = [i for i in kb.ids if i.startswith(signature_id)][:5] or \
+            difflib.get_close_matches(signature_id, kb.ids, n=5)
+        raise click.ClickException(f"no signature {signature_id!r}"
+                                   + (f"; did you mean {', '.join(close)}?" if close else "")) from None
+
+
+@signatures_group.command("match")
+@click.argument("line")
+@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
+              help="Extra signature directory or file (repeatable).")
+def signatures_match(line: str, signature_dirs: tuple[str, ...]) -> None:
+    """Which entries match a pasted LINE, by which pattern, and the fields read from it.
+
+    Exit status 0 when something matched, 1 otherwise.
+    """
+    from .scanner import Scanner
+
+    kb = _kb(signature_dirs)
+    scanner = Scanner(kb)
+    data = line.encode("utf-8", "surrogateescape")
+    hits = scanner.scan_bytes(data).column("signature").to_pylist()
+    for sig_id in dict.fromkeys(hits):
+        sig = kb[sig_id]
+        # which pattern: one small database per pattern of this entry
+        which = [k for k, p in enumerate(sig.patterns)
+                 if Scanner(patterns={sig_id: [p]}).scan_bytes(data).num_rows]
+        click.echo(f"{sig_id} ({sig.role}, {sig.severity}): {sig.title}")
+        for k in which:
+            click.echo(f"  pattern {k}: {sig.patterns[k]}")
+        fields = sig.extract_fields(line)
+        if fields:
+            click.echo("  fields: " + ", ".join(f"{k}={v}" for k, v in fields.items()))
+    if not hits:
+        click.echo("no signature matches this line", err=True)
+    sys.exit(EXIT_MATCH if hits else EXIT_NONE)
+
+
+@signatures_group.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+def signatures_check(paths: tuple[str, ...]) -> None:
+    """Strictly check signature files or directories (default: the built-ins):
+    schema, Hyperscan compile, examples, references between entries.
+    Exit status 0 when clean, 1 on problems.
+    """
+    from .signatures import check_signatures
+
+    problems, notes, n = check_signatures(list(paths) or None)
+    for p in problems:
+        click.echo(p)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"{n} signatures checked, {len(problems)} problem(s)", err=True)
+    sys.exit(1 if problems else 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -130,6 +130,7 @@ class Diagnosis:
             "checklist": fix.get("checklist", []),
             "fix_id": fix.get("id"),
             "fix_fields": fix.get("fields", {}),
+            "job_values": fix.get("job_values", {}),
             "references": fix.get("references", []),
             "evidence": {"context": self.context, "notes": self.notes,
                          "first_divergence": self.divergence},
@@ -227,7 +228,7 @@ def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnos
     events = [e for e in r.events if e.index not in hidden]
     collateral = _collateral(events, first)
     competing = _competing(r, kb)
-    fix = _fix(first, kb)
+    fix = _fix(first, kb, events)
     context = [f"{e.where()}: {e.text}" for e in r.events if e.role == "context"][:20]
     confidence = calibrated(r.confidence) if r.verdict == "initiating" else 0.0
     d = Diagnosis(r.verdict, first, confidence, r.reasons, r.suspect_rank, collateral,
@@ -306,7 +307,7 @@ def _competing(r: Ranking, kb: Any) -> list[Hypothesis]:
     return out
 
 
-def _fix(first: Event | None, kb: Any) -> dict[str, Any] | None:
+def _fix(first: Event | None, kb: Any, events: Iterable[Event] = ()) -> dict[str, Any] | None:
     if first is None:
         return None
     try:
@@ -315,7 +316,21 @@ def _fix(first: Event | None, kb: Any) -> dict[str, Any] | None:
         return None
     return {"id": sig.id, "title": sig.title, "root_cause": sig.root_cause, "fix": sig.fix,
             "verify": sig.verify, "checklist": list(sig.checklist), "fields": dict(first.fields),
-            "references": list(sig.references)}
+            "job_values": _job_values(sig.fix, events), "references": list(sig.references)}
+
+
+def _job_values(fix_text: str, events: Iterable[Event]) -> dict[str, str]:
+    """Values from the job's context lines (config dumps) that the fix talks
+    about, e.g. the configured ``reduce_bucket_size`` for a bucket overflow."""
+    text = fix_text.lower()
+    out: dict[str, str] = {}
+    for e in events:
+        if e.role != "context":
+            continue
+        for name, value in e.fields.items():
+            if name not in out and (name.lower() in text or name.lower().replace("_", " ") in text):
+                out[name] = value
+    return out
 
 
 def rank_fates(events: Iterable[Event]) -> pa.Table:

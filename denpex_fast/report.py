@@ -56,6 +56,9 @@ def to_markdown(d: Diagnosis) -> str:
         if d.fix["fields"]:
             lines += ["Values from the failing line: "
                       + ", ".join(f"{k}={v}" for k, v in d.fix["fields"].items()), ""]
+        if d.fix.get("job_values"):
+            lines += ["Values from the job's configuration lines: "
+                      + ", ".join(f"{k}={v}" for k, v in d.fix["job_values"].items()), ""]
     if d.collateral:
         lines += ["## Collateral", "", "| signature | role | count | ranks | first |",
                   "|---|---|---|---|---|"]
@@ -113,6 +116,10 @@ def render_text(d: Diagnosis, console: Any) -> None:
         if d.fix["fields"]:
             console.print("  values from the failing line: "
                           + ", ".join(f"{k}={v}" for k, v in d.fix["fields"].items()),
+                          markup=False, highlight=False)
+        if d.fix.get("job_values"):
+            console.print("  values from the job's configuration lines: "
+                          + ", ".join(f"{k}={v}" for k, v in d.fix["job_values"].items()),
                           markup=False, highlight=False)
     if d.collateral:
         t = Table(title="collateral (consequences)", show_lines=False)

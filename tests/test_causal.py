@@ -180,3 +180,17 @@ def test_context_runs_are_thinned_but_causes_kept(kb) -> None:
     d = diagnose_table(table(rows), signatures=kb)
     fates = {f["rank"]: f for f in d.to_dict()["rank_fates"]}
     assert fates[0]["last_step"] == 499 and fates[1]["last_step"] == 499
+
+
+def test_bucket_fix_quotes_tensor_and_configured_bucket_sizes(kb) -> None:
+    rows = [
+        {"signature": "ds-zero-reduce-bucket-size-info", "text": "[2024-05-01 12:00:00,123] [INFO] [stage_1_and_2.py:150:__init__] Reduce bucket size 500000000",
+         "rank": 0, "host": "n0", "ts": 0.0, "line": 3},
+        {"signature": "ds-zero2-bucket-exhausted", "text": "[rank1]: RuntimeError: start (0) + length (622329856) exceeds dimension size (500000000).",
+         "rank": 1, "host": "n0", "ts": 9.0, "line": 90},
+    ]
+    doc = diagnose_table(table(rows), signatures=kb).to_dict()
+    assert doc["fix_id"] == "ds-zero2-bucket-exhausted" and doc["initiating"]["rank"] == 1
+    assert doc["fix_fields"]["length"] == "622329856" and doc["fix_fields"]["dim_size"] == "500000000"
+    assert doc["job_values"]["reduce_bucket_size"].replace(",", "") == "500000000"
+    assert "reduce_bucket_size" in doc["fix"] and "allreduce_bucket_size" in doc["fix"]

@@ -102,3 +102,25 @@ def test_pattern_file_and_stdin(tmp_path: Path) -> None:
 def test_stats_to_stderr(log: Path) -> None:
     r = run("scan", str(log), "--stats", "-e", "oom=CUDA out of memory")
     assert "oom: 1 matching line" in r.stderr and "1 files" in r.stderr
+
+
+def test_signatures_list_show_match_check() -> None:
+    r = run("signatures", "list", "--role", "cause", "--framework", "deepspeed")
+    assert r.exit_code == 0
+    rows = [line.split("\t") for line in r.stdout.splitlines()]
+    assert rows and all(row[1] == "cause" and row[3] == "deepspeed" for row in rows)
+    r = run("signatures", "show", "ds-zero2-bucket-exhausted")
+    assert r.exit_code == 0 and "reduce_bucket_size" in r.stdout and "allreduce_bucket_size" in r.stdout
+    r = run("signatures", "show", "ds-zero2")
+    assert r.exit_code == 1 and "did you mean ds-zero2-bucket-exhausted" in r.stderr
+    r = run("signatures", "match", "[rank1]: RuntimeError: start (0) + length (622329856) exceeds dimension size (500000000).")
+    assert r.exit_code == 0
+    assert "ds-zero2-bucket-exhausted" in r.stdout and "length=622329856" in r.stdout
+    assert run("signatures", "match", "step=12 loss=0.5").exit_code == 1
+
+
+def test_signatures_check_reports_problems(tmp_path: Path) -> None:
+    bad = tmp_path / "mine.toml"
+    bad.write_text('schema = "denpex.signatures/1"\nfamily = "mine"\n\n[[signature]]\nid = "mine-x"\ntitle = "x"\n')
+    r = run("signatures", "check", str(bad))
+    assert r.exit_code == 1 and "mine-x" in r.stdout
