@@ -356,16 +356,18 @@ def test_signature_set_refuses_duplicates(tmp_path: Path) -> None:
         SignatureSet([sig, dataclasses.replace(sig, source="other.toml")])
 
 
-def test_builtin_dir_in_a_checkout() -> None:
-    assert builtin_signature_dir() == REPO / "signatures"
-    assert (builtin_signature_dir() / "python_os.toml").is_file()
+def test_builtin_dir_holds_the_repository_files() -> None:
+    # a source checkout uses signatures/ itself, an installed wheel its copy
+    shipped = {p.name: p.read_bytes() for p in builtin_signature_dir().glob("*.toml")}
+    repo = {p.name: p.read_bytes() for p in (REPO / "signatures").glob("*.toml")}
+    assert shipped == repo and "python_os.toml" in shipped
 
 
 def test_builtin_dir_from_installed_package_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # An installed wheel ships the files as the data-only package denpex_fast.builtin_signatures.
     data = tmp_path / "site" / "builtin_signatures"
     write(data / "demo.toml", [entry()])
-    monkeypatch.setattr(denpex_fast, "__path__", [*denpex_fast.__path__, str(tmp_path / "site")])
+    monkeypatch.setattr(denpex_fast, "__path__", [str(tmp_path / "site"), *denpex_fast.__path__])
     monkeypatch.delitem(sys.modules, "denpex_fast.builtin_signatures", raising=False)
     try:
         assert builtin_signature_dir() == data
