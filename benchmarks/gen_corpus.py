@@ -34,7 +34,7 @@ WORDS = ["model", "layer", "attention", "mlp", "embedding", "optimizer", "bucket
          "grad", "scale", "shard", "stage", "micro", "batch", "token", "sequence"]
 
 
-def lines(rng: random.Random, ranks: int = 64):
+def lines(rng: random.Random, ranks: int = 64, failure_rate: float = 0.00005):
     sec = 0.0
     step = 0
     hosts = [f"node{h:02d}" for h in range(ranks // 8)]
@@ -45,7 +45,7 @@ def lines(rng: random.Random, ranks: int = 64):
         hh, mm, ss = int(sec // 3600) % 24, int(sec % 3600 // 60), sec % 60
         stamp = f"2024-05-01 {hh:02d}:{mm:02d}:{ss:06.3f}".replace(".", ",")
         k = rng.random()
-        if k < 0.00005:
+        if k < failure_rate:
             yield f"[rank{r}]: {rng.choice(FAILURE_LINES)}"
         elif k < 0.35:
             step += 1
@@ -81,10 +81,13 @@ def parse_size(text: str) -> int:
     return int(float(t[:-1]) * mult[t[-1]]) if t[-1] in mult else int(t)
 
 
-def generate(path: str, size: int, seed: int = 1) -> int:
-    """Write ``size`` bytes (rounded up to a whole line) to ``path``; returns bytes written."""
+def generate(path: str, size: int, seed: int = 1, failure_rate: float = 0.00005) -> int:
+    """Write ``size`` bytes (rounded up to a whole line) to ``path``; returns bytes written.
+
+    ``failure_rate=0`` writes a healthy log (no failure lines at all).
+    """
     rng = random.Random(seed)
-    it = lines(rng)
+    it = lines(rng, failure_rate=failure_rate)
     written = 0
     with open(path, "wb", buffering=1 << 22) as f:
         while written < size:

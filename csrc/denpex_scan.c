@@ -655,12 +655,27 @@ static void install_bus_handler(void) {
     sigaction(SIGBUS, &sa, &prev_bus);
 }
 
-/* first line start at or after `p` (p itself when it starts a line) */
-static uint64_t align_line(const char *map, uint64_t size, uint64_t p) {
+/* First line start at or after `p` (p itself when it starts a line), looking
+ * no further than `limit` (returned when no newline is found before it).  The
+ * search runs in `chunk`-byte steps and drops each searched chunk from the
+ * mapping, so aligning inside a very long line does not fault the whole line
+ * into memory at once, and stops early when the scan is cancelled. */
+static uint64_t align_line(const char *map, uint64_t limit, uint64_t p, uint64_t chunk,
+                           volatile int *cancel) {
     if (p == 0) return 0;
-    if (p >= size) return size;
-    const char *nl = memchr(map + p - 1, '\n', (size_t)(size - (p - 1)));
-    return nl ? (uint64_t)(nl - map) + 1 : size;
+    if (p >= limit) return limit;
+    const uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    if (chunk < pg) chunk = pg;
+    for (uint64_t from = p - 1; from < limit;) {
+        if (cancel && *cancel) return limit; /* the caller reports the cancellation */
+        uint64_t to = limit - from > chunk ? from + chunk : limit;
+        const char *nl = memchr(map + from, '\n', (size_t)(to - from));
+        if (nl) return (uint64_t)(nl - map) + 1;
+        uint64_t a = from & ~(pg - 1), b = to & ~(pg - 1);
+        if (b > a) madvise((void *)(map + a), (size_t)(b - a), MADV_DONTNEED);
+        from = to;
+    }
+    return limit;
 }
 
 int dx_scan_file(const dx_db *db, dx_scratch *s, const char *path, uint64_t start, uint64_t end,
@@ -709,13 +724,16 @@ int dx_scan_file(const dx_db *db, dx_scratch *s, const char *path, uint64_t star
     scan_ctx c;
     if (sigsetjmp(jb, 1) == 0) {
         bus_jmp = &jb;
-        uint64_t a = align_line(map, size, start);
-        uint64_t b = stop >= size ? size : align_line(map, size, stop);
+        /* no line starts in [start, stop) unless a newline precedes stop */
+        const uint64_t chunk = opt->release_every ? opt->release_every : opt->max_piece;
+        uint64_t a = align_line(map, stop, start, chunk, opt->cancel);
+        uint64_t b = a >= stop ? a : stop >= size ? size : align_line(map, size, stop, chunk, opt->cancel);
         res->range_start = a;
         res->range_end = b < a ? a : b;
         scan_ctx init = {opt, tally, res, map, 0, size, a, a, 0, a, 0, 0};
         c = init;
-        if (b > a) rc = scan_blocks(db, s, &c, a, b, map, err);
+        if (opt->cancel && *opt->cancel) rc = set_err(err, DX_ERR_CANCELLED, "scan cancelled", NULL);
+        else if (b > a) rc = scan_blocks(db, s, &c, a, b, map, err);
         res->newlines += c.line;
         bus_jmp = NULL;
     } else {

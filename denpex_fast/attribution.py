@@ -449,7 +449,7 @@ class _Source:
 
 
 def _open_source(name: str) -> _Source:
-    from .sources import STDIN, sniff
+    from .sources import STDIN, path_from_display, sniff
 
     src = _Source(name)
     if name == STDIN:
@@ -458,7 +458,7 @@ def _open_source(name: str) -> _Source:
     if "::" in name and not os.path.exists(name):
         src.problem = "archive member"
         return src
-    path = os.fsencode(name)
+    path = path_from_display(name)  # the file column holds the escaped display form
     try:
         st = os.stat(path)
         with open(path, "rb", buffering=0) as f:

@@ -323,9 +323,10 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int]) -> tuple[i
     return None, []
 
 
-def _progress_suspect(events: Sequence[Event]) -> tuple[int | None, list[str]]:
+def _progress_suspect(events: Sequence[Event],
+                      progress: dict[int, int] | None = None) -> tuple[int | None, list[str]]:
     """The rank whose last progress line shows the lowest step."""
-    last: dict[int, float] = {}
+    last: dict[int, float] = {r: float(s) for r, s in (progress or {}).items()}
     for e in events:
         step = _num(e.fields, STEP_FIELDS)
         if e.rank is not None and step is not None:
@@ -377,8 +378,12 @@ def ranks_from_paths(files: Iterable[str]) -> set[int]:
     return out
 
 
-def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None) -> Ranking:
-    """Rank the events of one job; see the module docstring for the rules."""
+def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
+                progress: dict[int, int] | None = None) -> Ranking:
+    """Rank the events of one job; see the module docstring for the rules.
+
+    ``progress``: the last step per rank (:func:`denpex_fast.progress.last_steps`).
+    """
     events = build_events(thin_context(table, kb), kb) if events is None else events
     skew = estimate_skew(events)
     for e in events:
@@ -416,7 +421,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None) 
         if suspect is None:
             exit_event, why = _exit_code_event(events, file_rank)
         if suspect is None and exit_event is None:
-            suspect, why = _progress_suspect(events)
+            suspect, why = _progress_suspect(events, progress)
         symptoms = [e for e in events if e.role == "symptom"]
         if exit_event is not None:
             return Ranking(exit_event, 0.4, reasons + why, "initiating", skew=skew, events=events,

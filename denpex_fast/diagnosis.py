@@ -218,8 +218,30 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
 
         att = attribute(table, default_tz=default_tz)
         table, notes = att.table, list(att.notes)
-    ranking = rank_events(table, kb)
-    return _assemble(ranking, table, kb, notes)
+    progress = _progress(table)
+    ranking = rank_events(table, kb, progress=progress)
+    d = _assemble(ranking, table, kb, notes)
+    if progress:
+        d.rank_fates = _with_progress(d.rank_fates, progress)
+    return d
+
+
+def _progress(table: pa.Table) -> dict[int, int]:
+    """Last step per rank from the tails of the job's plain files."""
+    from .progress import last_steps
+
+    col = table.column("file")
+    if not table.num_rows or not col.num_chunks:
+        return {}
+    return last_steps(col.chunk(0).dictionary.to_pylist())
+
+
+def _with_progress(fates: pa.Table, progress: dict[int, int]) -> pa.Table:
+    rows = {r["rank"]: r for r in fates.to_pylist()}
+    for rank, step in progress.items():
+        row = rows.setdefault(rank, {f.name: None for f in RANK_FATE_SCHEMA} | {"rank": rank})
+        row["last_step"] = max(step, row["last_step"] or 0)
+    return pa.Table.from_pylist([rows[k] for k in sorted(rows)], schema=RANK_FATE_SCHEMA)
 
 
 def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnosis:

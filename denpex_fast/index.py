@@ -22,12 +22,15 @@ writer at a time per index.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -38,8 +41,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from fsspec.implementations.local import LocalFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
 
 from .jobs import HashingReader, Job, JobFile, StreamError, discover_jobs, file_digest
+from .sources import display_name
 
 DATASETS = ("matches", "rank_fates", "diagnosis", "manifest")  # commit order
 PARTITIONING = ds.partitioning(pa.schema([("job", pa.string())]), flavor="hive")
@@ -95,8 +100,10 @@ class JobContext:
     """Everything a (possibly remote) worker needs to index a job.
 
     Pickles small: the :class:`~denpex_fast.Scanner` travels as its serialized
-    database, and the signature knowledge base as the paths it was loaded
-    from (``None``: built-in; ``()``: none), loaded once per process.
+    database and the signature knowledge base as its entries, so workers use
+    exactly the caller's set.  A context built without ``signature_set``
+    loads the knowledge base from ``signature_paths`` (``None``: built-in;
+    ``()``: none), once per process.
     """
 
     scanner: Any
@@ -105,11 +112,6 @@ class JobContext:
     options: IndexOptions = field(default_factory=IndexOptions)
     storage_options: dict[str, Any] = field(default_factory=dict)
     signature_set: Any = field(default=None, repr=False)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["signature_set"] = None  # SignatureSet does not pickle; reloaded by path
-        return state
 
     def signatures(self) -> Any:
         """The knowledge base for diagnosis (loaded once per process)."""
@@ -290,9 +292,12 @@ class IndexStore:
 
 # -- one job ------------------------------------------------------------------
 
-def _plan(job: Job, previous: list[dict[str, Any]] | None,
-          opts: IndexOptions) -> tuple[str, dict[str, str]]:
-    """``("full"|"unchanged"|"touched", {rel: hash of touched files})``."""
+def _plan(job: Job, previous: list[dict[str, Any]] | None, opts: IndexOptions,
+          stat_only: bool = False) -> tuple[str, dict[str, str]]:
+    """``("full"|"unchanged"|"touched", {rel: hash of touched files})``.
+
+    ``stat_only``: never read a file; a job that would need hashing is "full".
+    """
     if previous is None or opts.force:
         return "full", {}
     prev = {r["path"]: r for r in previous}
@@ -306,7 +311,7 @@ def _plan(job: Job, previous: list[dict[str, Any]] | None,
         same = p["size"] == f.size and p["mtime"] == f.mtime
         if same and not opts.checksum:
             continue
-        if p["size"] != f.size:
+        if p["size"] != f.size or stat_only:
             return "full", {}
         try:
             digest = file_digest(job.fs, f.path)
@@ -356,7 +361,8 @@ def scan_job(job: Job, ctx: JobContext,
     scanned = 0
     direct = [f for f in job.files if job.local and not f.is_tar]
     if direct:
-        labels = {f.path: f.rel for f in direct}
+        # the table names files by their display form (escaped control/undecodable bytes)
+        labels = {display_name(os.fsencode(f.path)): f.rel for f in direct}
         res = scanner.run([f.path for f in direct], threads=o.threads, errors="collect",
                           max_decompressed=o.max_decompressed, max_ratio=o.max_ratio)
         tables.append(_relabel(res.table, labels))
@@ -451,8 +457,8 @@ def index_job(job: Job, ctx: JobContext, previous: list[dict[str, Any]] | None,
     """Index one job if it is new or changed and commit it; never raises.
 
     ``previous``: the job's manifest rows from the last complete commit
-    (``None``: not indexed yet).  This is the unit of work of local threads
-    and of Dask workers alike.
+    (``None``: not indexed yet).  This is the unit of work of local threads,
+    worker processes and Dask workers alike.
     """
     t0 = time.perf_counter()
     try:
@@ -519,21 +525,30 @@ def previous_manifests(store: IndexStore) -> dict[str, list[dict[str, Any]]]:
 def build_index(root: str, index: str, *, scanner: Any = None,
                 signatures: Iterable[str] | None = None, job_glob: str | None = None,
                 job_regex: str | None = None, threads: int | None = None,
-                dask: Any = None, prune: bool = False, options: IndexOptions | None = None,
+                processes: int | None = None, dask: Any = None, prune: bool = False,
+                options: IndexOptions | None = None,
                 storage_options: dict[str, Any] | None = None,
                 progress: ProgressHook | None = None) -> IndexSummary:
     """Index every job under ``root`` into the dataset at ``index``.
 
     ``scanner``: a :class:`~denpex_fast.Scanner` (default: the built-in
     knowledge base, or ``signatures`` paths added to it); ``threads``: jobs
-    indexed at once (default: all cores); ``dask``: a
-    ``distributed.Client``, a scheduler address or ``"local"`` to run the
-    jobs on a Dask cluster instead; ``prune``: drop jobs no longer under
+    indexed at once (default: all cores); ``processes``: index that many
+    jobs at once in worker processes instead of threads (diagnosis is
+    Python and holds the GIL, so processes scale better on many cores;
+    each worker commits its own jobs; as with any ``multiprocessing``, a
+    script calling this needs an ``if __name__ == "__main__":`` guard);
+    ``dask``: a ``distributed.Client``, a scheduler address or ``"local"``
+    to run the jobs on a Dask cluster instead; ``prune``: drop jobs no longer under
     ``root``; ``options``: :class:`IndexOptions`.  Only new or changed jobs
     are scanned; see the module docstring for the commit protocol.
     """
     from .scanner import Scanner, default_threads
 
+    if processes is not None and (threads is not None or dask is not None):
+        raise ValueError("give threads, processes or dask, not two of them")
+    if processes is not None and processes < 1:
+        raise ValueError("processes must be >= 1")
     t0 = time.perf_counter()
     opts = options or IndexOptions()
     sig_paths = tuple(str(p) for p in signatures) if signatures else None
@@ -556,6 +571,11 @@ def build_index(root: str, index: str, *, scanner: Any = None,
         from .dask import index_jobs_on_dask
 
         results: Iterable[JobReport] = index_jobs_on_dask(dask, jobs, ctx, previous)
+    elif processes is not None:
+        if _in_memory(store.fs) or any(_in_memory(j.fs) for j in jobs):
+            raise ValueError("a memory:// root or index is private to this process; "
+                             "index it with threads")
+        results = _index_processes(jobs, ctx, previous, processes)
     else:
         results = _index_threads(jobs, ctx, previous, threads or default_threads(), progress)
     for rep in results:
@@ -578,12 +598,81 @@ def _index_threads(jobs: list[Job], ctx: JobContext, previous: dict[str, Any], n
                    progress: ProgressHook | None) -> Iterator[JobReport]:
     on_file = (lambda size: progress("file", size)) if progress else None
     # Many jobs: one thread each, scanning with one thread; few jobs: share the cores.
-    ctx = replace(ctx, options=replace(ctx.options, threads=max(1, n // max(1, min(n, len(jobs))))))
+    ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="denpex-index") as pool:
         futures = [pool.submit(index_job, j, ctx, previous.get(j.name), on_file) for j in jobs]
         try:
             for fut in as_completed(futures):
                 yield fut.result()
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+
+def _per_job_threads(n: int, n_jobs: int) -> int:
+    """Scanning threads per job when ``n`` jobs run at once."""
+    return max(1, n // max(1, min(n, n_jobs)))
+
+
+def _in_memory(fs: Any) -> bool:
+    return isinstance(fs, MemoryFileSystem)
+
+
+# -- worker processes ---------------------------------------------------------
+
+_WORKER_CTX: JobContext | None = None
+
+
+def _init_worker(ctx: JobContext) -> None:
+    """Runs once in each worker process: keep the (unpickled) job context."""
+    global _WORKER_CTX
+    # Ctrl-C goes to the whole process group; the parent decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER_CTX = ctx
+    ctx.signatures()  # loaded now, not inside the first job's timing
+
+
+def _index_job_in_worker(job: Job, previous: list[dict[str, Any]] | None) -> JobReport:
+    assert _WORKER_CTX is not None
+    return index_job(job, _WORKER_CTX, previous)
+
+
+def _index_processes(jobs: list[Job], ctx: JobContext, previous: dict[str, Any],
+                     n: int) -> Iterator[JobReport]:
+    """Index the jobs in ``n`` worker processes; each commits its own jobs.
+
+    The context (scanner and knowledge base) is pickled once per worker,
+    not per job: workers deserialize the compiled database, never compile.
+    Workers are started with "spawn": the parent has threads and native
+    scratch space that a forked child must not inherit.  A worker that dies
+    fails its unfinished jobs (their pending markers make the next run
+    index them again) instead of the whole run.
+    """
+    todo = []
+    for j in jobs:  # unchanged by size and mtime: no worker needs to start for these
+        if _plan(j, previous.get(j.name), ctx.options, stat_only=True)[0] == "unchanged":
+            yield JobReport(j.name, "unchanged", files=len(j.files), size=j.size)
+        else:
+            todo.append(j)
+    if not todo:
+        return
+    jobs = todo
+    ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
+    pool = ProcessPoolExecutor(max_workers=min(n, len(jobs)),
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker, initargs=(ctx,))
+    with pool:
+        futures: dict[Future[JobReport], Job] = {
+            pool.submit(_index_job_in_worker, j, previous.get(j.name)): j for j in jobs}
+        try:
+            for fut in as_completed(futures):
+                try:
+                    yield fut.result()
+                except BrokenProcessPool as exc:
+                    job = futures[fut]
+                    yield JobReport(job.name, "failed", files=len(job.files), size=job.size,
+                                    error=f"worker process died: {exc}")
         except BaseException:
             for f in futures:
                 f.cancel()

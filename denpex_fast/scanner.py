@@ -16,7 +16,10 @@ How files are read:
   mapping behind the scan, so resident memory stays bounded whatever the file
   size.  A file truncated while mapped would raise SIGBUS; the native code
   catches it for the scanning thread and reports a ``truncated`` error with
-  the rows found so far (``mmap=False`` reads with ``read()`` instead);
+  the rows found so far (``mmap=False`` reads with ``read()`` instead, and
+  reports end of file before the size at open as ``truncated`` too);
+* a file is read up to its size when the scan opened it: a log growing
+  during the scan gives the rows of the bytes present then, and the scan ends;
 * gzip/zstd files and stdin are decompressed in chunks and scanned as
   newline-aligned blocks; offsets and lines refer to the uncompressed stream.
 
@@ -53,6 +56,7 @@ from .sources import (
     CorruptInput,
     Input,
     LimitExceeded,
+    TruncatedInput,
     _Decoded,
     _Plain,
     open_reader,
@@ -550,6 +554,8 @@ class Scanner:
                     # scan what arrived intact, then report the damage
                     eof = True
                     kind = "limit" if isinstance(exc, LimitExceeded) else "corrupt"
+                    if isinstance(exc, TruncatedInput):
+                        kind = "truncated"
                     if isinstance(exc, OSError):
                         kind = "open"
                     err = FileError(name, kind, str(exc), getattr(exc, "errno", None))

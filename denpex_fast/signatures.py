@@ -51,6 +51,7 @@ import sys
 import warnings as _warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from dataclasses import fields as _dataclass_fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeAlias
@@ -58,11 +59,15 @@ from typing import Any, TypeAlias
 import tomllib
 
 try:  # the project-wide exception tree, when present, owns SignatureError
-    from denpex_fast.errors import SignatureError
+    from denpex_fast.errors import SignatureError, shown_pattern
 except ImportError:  # pragma: no cover - depends on the package layout
 
     class SignatureError(ValueError):  # type: ignore[no-redef]
         """A signature file or entry is invalid; the message names file, id and field."""
+
+    def shown_pattern(pattern: str, limit: int = 200) -> str:  # type: ignore[misc]
+        """The pattern for a message, cut when huge."""
+        return repr(pattern if len(pattern) <= limit else pattern[:limit] + "...")
 
 
 __all__ = [
@@ -183,6 +188,17 @@ class Signature:
                 found[name] = m.group(1)
         return found
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A mappingproxy does not pickle: send ``fields`` as a plain dict.
+        state = {f.name: getattr(self, f.name) for f in _dataclass_fields(self)}
+        state["fields"] = dict(self.fields)
+        return (_rebuild_signature, (state,))
+
+
+def _rebuild_signature(state: dict[str, Any]) -> Signature:
+    """A :class:`Signature` from its pickled state (``fields`` read-only again)."""
+    return Signature(**{**state, "fields": MappingProxyType(state["fields"])})
+
 
 class SignatureSet:
     """An immutable collection of signatures ordered by id.
@@ -226,6 +242,11 @@ class SignatureSet:
 
     def __repr__(self) -> str:
         return f"<SignatureSet {len(self)} signatures>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickles as its entries and load notes (the mappingproxy itself does
+        # not pickle), so worker processes get the very set the caller loaded.
+        return (SignatureSet, (tuple(self._by_id.values()), self._notes))
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -681,7 +702,7 @@ def _pattern_failure(exc: BaseException, sigs: Mapping[str, Signature]) -> tuple
     hs_message = getattr(exc, "hs_message", None) or str(exc)
     return sid, (
         f"{sig.source}: signature '{sid}': field 'patterns[{index}]': "
-        f"Hyperscan refuses {expr!r}: {hs_message}"
+        f"Hyperscan refuses {shown_pattern(expr)}: {hs_message}"
     )
 
 

@@ -7,13 +7,29 @@ magic bytes, not by file name.
 
 Defined outcomes for awkward inputs:
 
-* directory: expanded recursively (sorted; symlinks to directories are not
-  followed unless ``follow_symlinks=True``);
+* directory: expanded recursively (sorted).  Symbolic links found inside it
+  (to files or directories, inside or outside the tree, broken or looping)
+  are skipped unless ``follow_symlinks=True``; then they are followed, each
+  directory is entered once (by device and inode, so a loop ends) and a
+  broken link gives an ``open`` error.  Paths named explicitly are always
+  followed;
+* file names: the ``file`` column and error paths hold :func:`display_name`
+  (control characters, backslashes and undecodable bytes escaped, so a name
+  is valid UTF-8 on one line); :func:`path_from_display` gives the bytes back;
 * FIFO, socket, character/block device (``/dev/zero``): refused with a
   ``not-regular`` error and never read, so a scan cannot block or run forever;
 * missing or unreadable file: an ``open`` error naming the path;
 * truncated or corrupt gzip/zstd: every row before the damage is kept and a
   ``corrupt`` error names the file;
+* a file growing while it is scanned (a live log): the bytes present when it
+  was opened are scanned (``fstat`` at open, by ``read()`` and by ``mmap``
+  alike), so the scan always ends; lines appended later are not read, and a
+  line being written at that moment is scanned as far as it was written;
+* a file shrinking or rewritten while it is scanned: reading past its new end
+  gives a ``truncated`` error, keeping the rows found before (``mmap``: the
+  SIGBUS is caught in C; ``read()``: end of file before the size at open); a
+  rewrite that does not shrink it below the read position gives rows from
+  whatever bytes were at each offset when read, never a crash;
 * ``max_decompressed`` bytes or ``max_ratio`` (decompressed/compressed) exceeded
   by a compressed input: a ``limit`` error; the rows found so far are kept.
 """
@@ -21,6 +37,7 @@ Defined outcomes for awkward inputs:
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterable
@@ -51,6 +68,40 @@ class LimitExceeded(Exception):
     """A decompression size or ratio limit was reached."""
 
 
+class TruncatedInput(CorruptInput):
+    """A file ended before the size it had when it was opened (it shrank)."""
+
+
+class _Bounded:
+    """A raw file read up to its size at open: appended bytes are not read,
+    and an end of file before that size raises :class:`TruncatedInput`."""
+
+    def __init__(self, raw: IO[bytes], size: int) -> None:
+        self._raw = raw
+        self._left = size
+
+    def read(self, n: int) -> bytes:
+        if self._left <= 0:
+            return b""
+        data = self._raw.read(min(n, self._left))
+        if not data:
+            raise TruncatedInput("file was truncated while it was being read")
+        self._left -= len(data)
+        return data
+
+    def readinto(self, mv: memoryview) -> int:
+        if self._left <= 0:
+            return 0
+        n = self._raw.readinto(mv[:self._left] if len(mv) > self._left else mv)
+        if not n:
+            raise TruncatedInput("file was truncated while it was being read")
+        self._left -= n
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+
+
 @dataclass(frozen=True)
 class Input:
     """One input stream.
@@ -66,9 +117,63 @@ class Input:
     size: int
 
 
+# characters a display name escapes: backslash, C0/C1 controls, DEL, and the
+# Unicode line/paragraph separators (so one name always stays on one line)
+_NEEDS_ESCAPE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SHORT = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_UNESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|[\\nrt])")
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    ch = m.group()
+    if ch in _SHORT:
+        return _SHORT[ch]
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+
 def display_name(path: bytes) -> str:
-    """A valid-UTF-8 display form of a path (undecodable bytes as ``\\xNN``)."""
-    return path.decode("utf-8", "backslashreplace")
+    r"""The display form of a path: the ``file`` column, error paths, CLI output.
+
+    The path decoded as UTF-8, with each undecodable byte written ``\xNN``, a
+    backslash written ``\\``, newline/CR/tab written ``\n``/``\r``/``\t`` and
+    other control characters ``\xNN`` (``\u2028``/``\u2029`` for the Unicode
+    line separators).  The result is valid UTF-8, never spans two lines, and
+    :func:`path_from_display` turns it back into the path bytes.  A path with
+    none of these characters is shown unchanged.
+    """
+    out: list[str] = []
+    rest = path
+    while rest:
+        try:
+            text, bad, rest = rest.decode("utf-8"), b"", b""
+        except UnicodeDecodeError as exc:
+            text, bad = rest[:exc.start].decode("utf-8"), rest[exc.start:exc.end]
+            rest = rest[exc.end:]
+        out.append(_NEEDS_ESCAPE.sub(_escape_char, text))
+        out.extend(f"\\x{b:02x}" for b in bad)
+    return "".join(out)
+
+
+def path_from_display(name: str) -> bytes:
+    r"""The path bytes a :func:`display_name` stands for (its inverse).
+
+    ``\xNN`` is the byte NN, ``\uNNNN`` that character in UTF-8, ``\\``, ``\n``,
+    ``\r``, ``\t`` the usual characters; everything else is UTF-8.
+    """
+    out = bytearray()
+    pos = 0
+    for m in _UNESCAPE.finditer(name):
+        out += name[pos:m.start()].encode("utf-8")
+        code = m.group(1)
+        if code[0] == "x":
+            out.append(int(code[1:], 16))
+        elif code[0] == "u":
+            out += chr(int(code[1:], 16)).encode("utf-8")
+        else:
+            out += {"\\": b"\\", "n": b"\n", "r": b"\r", "t": b"\t"}[code]
+        pos = m.end()
+    out += name[pos:].encode("utf-8")
+    return bytes(out)
 
 
 def sniff(head: bytes) -> str | None:
@@ -276,12 +381,15 @@ def open_reader(inp: Input, *, max_decompressed: int | None = None,
         return _Plain(raw, head)
     raw = open(inp.path, "rb", buffering=0)
     try:
-        fd_mode = os.fstat(raw.fileno()).st_mode
-        if not stat.S_ISREG(fd_mode):  # replaced by a FIFO/device since resolve
+        st = os.fstat(raw.fileno())
+        if not stat.S_ISREG(st.st_mode):  # replaced by a FIFO/device since resolve
             raise OSError(0, "not a regular file (FIFO, socket or device); refused")
     except BaseException:
         raw.close()
         raise
+    # read the bytes present now: a growing log cannot keep the scan going,
+    # and one that shrinks is reported as truncated (as a mapped file is)
+    bounded: Any = _Bounded(raw, st.st_size)
     if inp.compression:
-        return _Decoded(raw, inp.compression, max_decompressed, max_ratio)
-    return _Plain(raw)
+        return _Decoded(bounded, inp.compression, max_decompressed, max_ratio)
+    return _Plain(bounded)

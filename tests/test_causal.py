@@ -168,18 +168,27 @@ def test_diagnosis_assembles_collateral_fix_and_rank_fates(kb) -> None:
 def test_context_runs_are_thinned_but_causes_kept(kb) -> None:
     from denpex_fast.causal import thin_context
 
-    steps = [{"signature": "ds-step-progress", "text": f"[Rank {r}] step={i}, skipped=0, lr=[0.0001], mom=[(0.9, 0.999)]",
+    steps = [{"signature": "ds-zero-reduce-bucket-size-info", "text": f"[Rank {r}] Reduce bucket size {i}",
               "rank": r, "host": "n0", "ts": float(i), "line": 10 * i + r} for i in range(500) for r in (0, 1)]
     rows = steps + [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 5001}]
     t = thin_context(table(rows), kb, keep=8)
     sig = t.column("signature").to_pylist()
     assert sig.count("cuda-oom") == 1
-    assert sig.count("ds-step-progress") == 2 * 16          # first 8 and last 8 per rank
-    lines = sorted(x for x, s in zip(t.column("line").to_pylist(), sig) if s == "ds-step-progress")
+    assert sig.count("ds-zero-reduce-bucket-size-info") == 2 * 16   # first 8 and last 8 per rank
+    lines = sorted(x for x, s in zip(t.column("line").to_pylist(), sig) if s == "ds-zero-reduce-bucket-size-info")
     assert lines[:2] == [0, 1] and lines[-2:] == [4990, 4991]
-    d = diagnose_table(table(rows), signatures=kb)
-    fates = {f["rank"]: f for f in d.to_dict()["rank_fates"]}
-    assert fates[0]["last_step"] == 499 and fates[1]["last_step"] == 499
+
+
+def test_last_steps_from_file_tails(tmp_path) -> None:
+    from denpex_fast.progress import last_steps
+
+    console = tmp_path / "console.log"
+    console.write_text("".join(f"[rank{r}]: [INFO] [logging.py:96:log_dist] [Rank {r}] step={s}, skipped=0, lr=[0.1]\n"
+                               for s in range(1, 200) for r in (0, 1) if not (r == 1 and s > 150)))
+    per_rank = tmp_path / "attempt_0" / "3"
+    per_rank.mkdir(parents=True)
+    (per_rank / "stderr.log").write_text("x" * (2 << 20) + "\n" + "".join(f"step={s} loss=0.5\n" for s in range(40)))
+    assert last_steps([str(console), str(per_rank / "stderr.log")]) == {0: 199, 1: 150, 3: 39}
 
 
 def test_bucket_fix_quotes_tensor_and_configured_bucket_sizes(kb) -> None:

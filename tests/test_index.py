@@ -249,6 +249,50 @@ def test_memory_input_and_output(scanner: Scanner) -> None:
                 fs.rm(p, recursive=True)
 
 
+def test_process_pool_index_equals_thread_index(tmp_path: Path, scanner: Scanner) -> None:
+    root = tmp_path / "archive"
+    root.mkdir()
+    make_archive(root, n_extra=4)
+    by_threads, by_procs = tmp_path / "threads", tmp_path / "procs"
+    assert build_index(str(root), str(by_threads), scanner=scanner, threads=2).ok
+    summary = build_index(str(root), str(by_procs), scanner=scanner, processes=2)
+    assert summary.ok and summary.count("indexed") == 8
+    assert comparable(open_index(str(by_procs))) == comparable(open_index(str(by_threads)))
+    assert not (by_procs / ".tmp").exists() and not (by_procs / ".trash").exists()
+    assert not any((by_procs / ".pending").iterdir())
+    # incremental: unchanged jobs are settled without starting a worker
+    assert build_index(str(root), str(by_procs), scanner=scanner,
+                       processes=2).count("unchanged") == 8
+    (root / "job-b" / "console.log").write_bytes(FILLER + OOM)
+    again = build_index(str(root), str(by_procs), scanner=scanner, processes=2)
+    assert {r.job: r.status for r in again.reports if r.status != "unchanged"} == {"job-b": "indexed"}
+    assert build_index(str(root), str(by_threads), scanner=scanner, threads=2).count("indexed") == 1
+    assert comparable(open_index(str(by_procs))) == comparable(open_index(str(by_threads)))
+    with pytest.raises(ValueError, match="not two"):
+        build_index(str(root), str(by_procs), scanner=scanner, processes=2, threads=2)
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/mem-procs/j1/rank0.log", OOM)
+    try:
+        with pytest.raises(ValueError, match="memory://"):
+            build_index("memory://mem-procs", str(tmp_path / "ix"), scanner=scanner, processes=2)
+    finally:
+        fs.rm("/mem-procs", recursive=True)
+
+
+def test_signature_set_pickles_for_workers() -> None:
+    import pickle
+
+    from denpex_fast.signatures import load_signatures
+
+    kb = load_signatures(validate_patterns=False)
+    back = pickle.loads(pickle.dumps(kb))
+    assert back.ids == kb.ids and list(back) == list(kb)
+    with_fields = next(s for s in kb if s.fields)
+    assert back[with_fields.id].fields == with_fields.fields
+    with pytest.raises(TypeError):  # still read-only after the round trip
+        back[with_fields.id].fields["x"] = "y"  # type: ignore[index]
+
+
 def test_index_does_not_read_itself(tmp_path: Path, scanner: Scanner) -> None:
     root = tmp_path / "archive"
     root.mkdir()
@@ -344,3 +388,7 @@ def test_cli_index(archive: Path, tmp_path: Path) -> None:
     res = runner.invoke(main, ["index", str(archive), "-o", str(out), "--job-glob", "*",
                                "--job-regex", "x"])
     assert res.exit_code == 2
+    res = runner.invoke(main, ["index", str(archive), "-o", str(out), "-j", "2", "-p", "2"])
+    assert res.exit_code == 2 and "not two" in res.output
+    res = runner.invoke(main, ["index", str(archive), "-o", str(out), "-p", "2", "--force"])
+    assert res.exit_code == 0 and "4 indexed" in res.output, res.output

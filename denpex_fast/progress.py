@@ -1,0 +1,80 @@
+"""Where each rank stopped making progress: the last step line of each file.
+
+Step and iteration lines are a large share of a training log (DeepSpeed's
+``step=N, skipped=M``, Megatron's ``iteration N/ M``, Trainer loss dicts,
+``step=N`` of user loops).  Matching all of them in the Hyperscan set would
+slow every scan down for one number per rank, so instead only the tail of each
+plain file is read (a bounded window) and its step lines are parsed with the
+same rank attribution as matches::
+
+    >>> last_steps(["job/rank0.log", "job/rank1.log"])
+    {0: 1200, 1: 1187}
+
+Compressed inputs and stdin have no cheap tail; they are skipped and said so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+TAIL_BYTES = 1 << 20
+
+# one capture group: the step number; the first form found in a line wins
+STEP_FORMS = [
+    re.compile(rb"\bstep=(\d+), skipped=\d+"),                 # DeepSpeed log_dist
+    re.compile(rb"\biteration\s+(\d+)/\s*\d+"),                 # Megatron-LM
+    re.compile(rb"'(?:global_)?step': (\d+)"),                  # Trainer/Accelerate dicts
+    re.compile(rb"\b(?:global_)?step[=: ]\s*(\d+)\b"),          # user loops: step=12, step 12
+]
+
+
+def _tail_lines(path: str, nbytes: int) -> list[bytes]:
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not os.path.isfile(path) or st.st_size == 0:
+                return []
+            start = max(0, st.st_size - nbytes)
+            f.seek(start)
+            data = f.read(nbytes)
+    except OSError:
+        return []
+    if data[:2] in (b"\x1f\x8b", b"\x28\xb5") and start == 0:
+        return []  # compressed: no tail without decompressing everything
+    lines = data.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first one is cut
+    return lines
+
+
+def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES) -> dict[int, int]:
+    """Highest step number seen per rank in the tail of each plain file."""
+    from .attribution import line_facts, path_facts
+
+    out: dict[int, int] = {}
+    for name in files:
+        if name == "-" or name.endswith((".gz", ".zst", ".zstd")):
+            continue
+        texts: list[str] = []
+        steps: list[int] = []
+        for raw in _tail_lines(name, tail_bytes):
+            for rx in STEP_FORMS:
+                m = rx.search(raw)
+                if m:
+                    texts.append(raw[:400].decode("utf-8", "replace"))
+                    steps.append(int(m.group(1)))
+                    break
+        if not steps:
+            continue
+        ranks = line_facts(pa.array(texts, pa.string())).rank
+        fallback = path_facts(name).rank
+        for r, step in zip(ranks.tolist(), steps):
+            rank = r if r >= 0 else fallback
+            if rank is None or rank < 0:
+                continue
+            out[rank] = max(out.get(rank, -1), step)
+    return out
