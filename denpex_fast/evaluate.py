@@ -46,6 +46,9 @@ class CaseResult:
     right: bool
     error: str | None = None
     score: float = 0.0
+    failure_class: str = ""
+    downstream_blamed: bool = False     # the named line is one of the truth's consequences
+    launcher_rank: int | None = None    # torchrun's "Root Cause (first observed failure)" rank
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -157,6 +160,32 @@ def _ratio(a: int, b: int) -> float:
     return round(a / b, 3) if b else float("nan")
 
 
+_ROOT_CAUSE = re.compile(rb"Root Cause \(first observed failure\):")
+_RANK_LINE = re.compile(rb"^\s*rank\s*:\s*(\d+)", re.M)
+
+
+def launcher_root_cause_rank(case: Path) -> int | None:
+    """The rank torchrun's error summary names as "Root Cause (first observed
+    failure)" — what users read today — or None when no log has one."""
+    for f in log_files(case):
+        try:
+            data = Path(f).read_bytes()
+        except OSError:
+            continue
+        m = _ROOT_CAUSE.search(data)
+        if m:
+            r = _RANK_LINE.search(data, m.end(), m.end() + 2000)
+            if r:
+                return int(r.group(1))
+    return None
+
+
+def _failure_class(truth: dict[str, Any]) -> str:
+    if truth.get("healthy"):
+        return "healthy"
+    return str(truth.get("fault") or truth.get("failure_class") or "other")[:40]
+
+
 def case_dirs(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Every directory holding a truth.json under the roots (sorted)."""
     out: list[Path] = []
@@ -200,9 +229,15 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
         bool(t_text) and (_bare(i.text) == t_text or (t_where is None and t_text in i.text))))
     rank_hit = rank is not None and t_rank is not None and rank == t_rank
     right = (d.verdict == "healthy") if healthy else (line_hit or rank_hit)
+    downstream = {_bare(x.get("text") or "") for x in truth.get("downstream") or []
+                  if isinstance(x, dict)}
+    downstream |= {_bare(x) for x in truth.get("downstream_signatures") or [] if isinstance(x, str)}
+    blamed = i is not None and not line_hit and (
+        _bare(i.text) in downstream or any(x and x in i.text for x in downstream))
     return CaseResult(case.name, healthy, t_rank, t_where, d.verdict, rank, where,
                       i.signature if i else None, float(d.confidence), line_hit, rank_hit, right,
-                      score=float(d.score))
+                      score=float(d.score), failure_class=_failure_class(truth),
+                      downstream_blamed=blamed, launcher_rank=launcher_root_cause_rank(case))
 
 
 def evaluate(roots: Iterable[str | os.PathLike[str]], scanner: Any = None) -> EvalReport:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from backports import zstd
 
-SAMPLE = Path(__file__).parent.parent / "denpex_fast" / "samples" / "sample_job" / "console.log"
+SAMPLE = Path(__file__).parent / "data" / "synthetic_gpu_oom_console.log"
 
 OOM = b"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
 NCCL = (b"[rank0]: [E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught "

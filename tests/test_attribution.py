@@ -21,7 +21,7 @@ from denpex_fast.scanner import MATCH_SCHEMA, Scanner
 
 UTC = dt.timezone.utc
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "denpex_fast" / "samples" / "sample_job" / "console.log"
+SAMPLE = REPO / "tests" / "data" / "synthetic_gpu_oom_console.log"
 SHARED = Path(os.environ.get("DENPEX_SHARED_CORPUS", "/work/shared/corpus/public"))
 LOCAL_CORPUS = REPO / "tests" / "corpus" / "public"
 

@@ -10,6 +10,7 @@ signature outside ``tests/data/healthy_allowlist.toml``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import tempfile
@@ -287,3 +288,25 @@ def test_healthy_log_generator_is_realistic() -> None:
                    "Epoch 0: 100%|", "Starting elastic_operator", "[rank"):
         assert needle in log, needle
     assert os.linesep or True
+
+
+HEALTHY_RUNS = sorted(
+    p.parent for p in (Path(__file__).parent / "corpus" / "cases").glob("*/truth.json")
+    if json.loads(p.read_text()).get("healthy"))
+
+
+@pytest.mark.parametrize("case", HEALTHY_RUNS, ids=[p.name for p in HEALTHY_RUNS])
+def test_real_healthy_runs_stay_quiet(case: Path, kb: SignatureSet, scanner: Any) -> None:
+    """The generated corpus's healthy control runs (real torchrun/DeepSpeed output)."""
+    logs = [p for p in case.rglob("*") if p.is_file() and p.name != "truth.json"]
+    table = scanner.scan(logs)
+    allowed = _allowlist()
+    causes = {sig.id for sig in kb.by_role("cause")}
+    noisy = [(f, n, s) for f, n, s in zip(table.column("file").to_pylist(), table.column("line").to_pylist(),
+                                         table.column("signature").to_pylist())
+             if s in causes and s not in allowed]
+    assert not noisy, noisy[:20]
+
+
+def test_healthy_runs_exist() -> None:
+    assert len(HEALTHY_RUNS) >= 3
