@@ -24,69 +24,129 @@ struct dx_tset {
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 
-static inline uint64_t fnv(uint64_t h, unsigned char c) { return (h ^ c) * FNV_PRIME; }
+/* Masked bytes are collected in a small buffer and hashed 8 bytes at a time:
+ * a multiply per byte (FNV) would cap the pass well below scan speed. */
+typedef struct {
+    unsigned char buf[256];
+    unsigned len;
+    uint64_t h;
+} tmpl_hasher;
 
-static inline int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-static inline int is_hex(unsigned char c) {
-    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-static inline int is_word(unsigned char c) {
-    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-static inline int ends_path(unsigned char c) {
-    return c == ' ' || c == '\t' || c == '"' || c == '\'' || c == ':' || c == ',' || c == ')' ||
-           c == ']' || c == '>' || c == '\r';
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93ULL;
+    x ^= x >> 32;
+    return x;
 }
 
+static void th_flush(tmpl_hasher *t) {
+    unsigned k = 0;
+    for (; k + 8 <= t->len; k += 8) {
+        uint64_t w;
+        memcpy(&w, t->buf + k, 8);
+        t->h = (t->h ^ w) * FNV_PRIME;
+        t->h ^= t->h >> 29;
+    }
+    for (; k < t->len; k++) t->h = (t->h ^ t->buf[k]) * FNV_PRIME;
+    t->len = 0;
+}
+
+static inline void fnv_put(tmpl_hasher *t, unsigned char c) {
+    if (t->len == sizeof t->buf) th_flush(t);
+    t->buf[t->len++] = c;
+}
+
+/* Character classes by table lookup: the pass is one branchy loop per byte,
+ * and a table keeps each test to one load. */
+enum { C_WORD = 1, C_DIGIT = 2, C_HEX = 4, C_PATHEND = 8 };
+static unsigned char CLS[256];
+static int cls_ready;
+
+static void init_cls(void) {
+    for (int c = 0; c < 256; c++) {
+        unsigned char v = 0;
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_')
+            v |= C_WORD;
+        if (c >= '0' && c <= '9') v |= C_DIGIT | C_HEX;
+        if ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) v |= C_HEX;
+        if (c == ' ' || c == '\t' || c == '"' || c == '\'' || c == ':' || c == ',' || c == ')' ||
+            c == ']' || c == '>' || c == '\r')
+            v |= C_PATHEND;
+        CLS[c] = v;
+    }
+    __atomic_store_n(&cls_ready, 1, __ATOMIC_RELEASE);
+}
+
+static inline int is_digit(unsigned char c) { return CLS[c] & C_DIGIT; }
+static inline int is_hex(unsigned char c) { return CLS[c] & C_HEX; }
+static inline int is_word(unsigned char c) { return CLS[c] & C_WORD; }
+static inline int ends_path(unsigned char c) { return CLS[c] & C_PATHEND; }
+
+/* Each byte is looked at about once: a word is scanned as a run, then
+ * either masked whole (hex ids) or hashed with its digit runs masked. */
 uint64_t dx_line_template_hash(const char *line_, uint64_t n) {
+    /* the table is built once; a racing first build writes the same bytes */
+    if (!__atomic_load_n(&cls_ready, __ATOMIC_ACQUIRE)) init_cls();
     const unsigned char *s = (const unsigned char *)line_;
     if (n && s[n - 1] == '\r') n--;
-    uint64_t h = FNV_OFFSET;
+    tmpl_hasher th;
+    th.len = 0;
+    th.h = FNV_OFFSET;
     uint64_t i = 0;
     while (i < n) {
         unsigned char c = s[i];
-        int token_start = i == 0 || !is_word(s[i - 1]);
-        if (token_start && c == '0' && i + 2 < n && (s[i + 1] == 'x' || s[i + 1] == 'X') &&
-            is_hex(s[i + 2])) {
-            i += 2;
-            while (i < n && is_hex(s[i])) i++;
-            h = fnv(h, '#');
-            continue;
-        }
-        if (token_start && is_word(c)) {
-            /* long hex tokens with at least one digit: ids, hashes, addresses */
+        if (is_word(c)) {
             uint64_t j = i;
             int digit = 0, hex = 1;
-            while (j < n && is_word(s[j])) {
-                digit |= is_digit(s[j]);
-                hex &= is_hex(s[j]);
+            unsigned all = C_HEX, any = 0;
+            while (j < n && (CLS[s[j]] & C_WORD)) {
+                all &= CLS[s[j]];
+                any |= CLS[s[j]];
                 j++;
             }
-            if (hex && digit && j - i >= 8) {
+            digit = any & C_DIGIT;
+            hex = all & C_HEX;
+            int ox = c == '0' && j - i > 2 && (s[i + 1] == 'x' || s[i + 1] == 'X');
+            if (ox) {
+                uint64_t k = i + 2;
+                while (k < j && is_hex(s[k])) k++;
+                ox = k == j;
+            }
+            if (ox || (hex && digit && j - i >= 8)) {
+                fnv_put(&th, '#'); /* 0x-hex, long hex ids, hashes, addresses */
                 i = j;
-                h = fnv(h, '#');
                 continue;
             }
+            /* the word with each number masked: rank3 -> rank#, 12.5 -> # */
+            while (i < j) {
+                if (is_digit(s[i])) {
+                    while (i < n && (is_digit(s[i]) ||
+                                     ((s[i] == '.' || s[i] == ',') && i + 1 < n && is_digit(s[i + 1])) ||
+                                     ((s[i] == 'e' || s[i] == 'E') && i + 2 < n &&
+                                      (s[i + 1] == '-' || s[i + 1] == '+') && is_digit(s[i + 2])) ||
+                                     ((s[i] == '-' || s[i] == '+') && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
+                        i++;
+                    fnv_put(&th, '#');
+                    if (i > j) j = i; /* a number ran past the word (12.5, 3e-05) */
+                    while (j < n && is_word(s[j])) j++;
+                } else {
+                    fnv_put(&th, s[i]);
+                    i++;
+                }
+            }
+            continue;
         }
-        if (token_start && c == '/' && i + 1 < n && (is_word(s[i + 1]) || s[i + 1] == '.')) {
+        if (c == '/' && i + 1 < n && (is_word(s[i + 1]) || s[i + 1] == '.') &&
+            (i == 0 || !is_word(s[i - 1]))) {
             while (i < n && !ends_path(s[i])) i++;
-            h = fnv(h, '/');
+            fnv_put(&th, '/');
             continue;
         }
-        if (is_digit(c)) {
-            /* 12, 12.5, 1,024, 3e-05: one mask per number */
-            while (i < n && (is_digit(s[i]) ||
-                             ((s[i] == '.' || s[i] == ',') && i + 1 < n && is_digit(s[i + 1])) ||
-                             ((s[i] == 'e' || s[i] == 'E') && i + 2 < n &&
-                              (s[i + 1] == '-' || s[i + 1] == '+') && is_digit(s[i + 2])) ||
-                             ((s[i] == '-' || s[i] == '+') && i > 0 && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
-                i++;
-            h = fnv(h, '#');
-            continue;
-        }
-        h = fnv(h, c);
+        fnv_put(&th, c);
         i++;
     }
+    th_flush(&th);
+    uint64_t h = mix64(th.h);
     return h ? h : 1;
 }
 
