@@ -448,6 +448,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
 
     confidence, why = _confidence(first, others, tie, events, stall, skew, kb)
     reasons += why
+    reasons += _attempt_note(first, events)
     verdict = "initiating"
     if tie:
         reasons.append(
@@ -510,6 +511,19 @@ def _exit_code_event(events: Sequence[Event],
     what = f"signal {-code}" if code < 0 else f"exit code {code}"
     return e, [f"no failure message: the launcher saw a worker end with {what} first "
                f"({e.where()}); the others were torn down after it"]
+
+
+_ATTEMPT = re.compile(r"attempt_(\d+)")
+
+
+def _attempt_note(first: Event, events: Sequence[Event]) -> list[str]:
+    """With --max-restarts, say which attempt the cause came from: later
+    attempts usually fail for other reasons (stale peers, reused ports)."""
+    attempts = {int(m.group(1)) for e in events if (m := _ATTEMPT.search(e.file))}
+    m = _ATTEMPT.search(first.file)
+    if m and len(attempts) > 1:
+        return [f"from restart attempt {m.group(1)} of attempts {sorted(attempts)}"]
+    return []
 
 
 def _dedupe(events: Iterable[Event]) -> list[Event]:

@@ -1,0 +1,42 @@
+"""Cost of the diagnosis over the scan alone, and of --baseline.
+
+On the generated 64-rank console (``conftest.corpus``, DENPEX_BENCH_GB), with
+the built-in knowledge base: scan only; diagnose (scan + attribution +
+ranking + progress tails); diagnose with a healthy baseline of 256 MiB.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import denpex_fast as dx
+
+from conftest import data_dir, record
+from gen_corpus import generate
+
+
+def _best(fn, rounds: int = 2) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def test_diagnose_vs_scan(benchmark, corpus: Path) -> None:
+    healthy = data_dir() / "healthy-256M.log"
+    if not healthy.exists():
+        generate(str(healthy), 256 << 20, seed=7, failure_rate=0.0)
+    scanner = dx.Scanner()
+    size = corpus.stat().st_size
+    t_scan = _best(lambda: scanner.scan([corpus]))
+    t_diag = _best(lambda: dx.diagnose([str(corpus)], scanner=scanner))
+    t_base = _best(lambda: dx.diagnose([str(corpus)], scanner=scanner, baseline=[str(healthy)]), 1)
+    benchmark.pedantic(lambda: None, rounds=1)
+    record("scan, built-in knowledge base", size, t_scan)
+    record("diagnose", size, t_diag, ratio_to_scan=t_diag / t_scan)
+    record("diagnose --baseline (256 MiB healthy run)", size, t_base, ratio_to_scan=t_base / t_scan)
+    print(f"\nscan {t_scan:.2f} s, diagnose {t_diag:.2f} s ({t_diag / t_scan:.2f}x), "
+          f"with baseline {t_base:.2f} s ({t_base / t_scan:.2f}x)")
