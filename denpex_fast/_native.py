@@ -307,8 +307,14 @@ def scan_buffer(db: Database, scratch: Scratch, data: Any, length: int, *, base_
     _check_scratch(scratch, db)
     err = _new_error()
     buf = ffi.from_buffer(data) if length else ffi.NULL
-    rc = lib.dx_scan_buffer(db._ptr, scratch._ptr, buf, length, base_offset, base_line,
-                            line_start, opts, tally._ptr, result._ptr, err)
+    try:
+        rc = lib.dx_scan_buffer(db._ptr, scratch._ptr, buf, length, base_offset, base_line,
+                                line_start, opts, tally._ptr, result._ptr, err)
+    finally:
+        if length:
+            # end the buffer export now, not at garbage collection: the
+            # caller grows and reuses the same bytearray
+            ffi.release(buf)
     return rc, err.err_no, ffi.string(err.message).decode("utf-8", "replace")
 
 
@@ -356,7 +362,14 @@ class TemplateSet:
 
     def add_lines(self, data: Any, length: int) -> None:
         """Add the template of every line of ``data[:length]``."""
-        if length and lib.dx_tset_add_lines(self._ptr, ffi.from_buffer(data), length) != OK:
+        if not length:
+            return
+        buf = ffi.from_buffer(data)
+        try:
+            rc = lib.dx_tset_add_lines(self._ptr, buf, length)
+        finally:
+            ffi.release(buf)  # the caller reuses the bytearray
+        if rc != OK:
             raise MemoryError("cannot grow template set")
 
     def new_lines(self, seen: TemplateSet, data: Any, length: int, *, base_offset: int,
@@ -370,11 +383,15 @@ class TemplateSet:
         hashes = np.empty(cap, np.uint64)
         newlines = ffi.new("uint64_t *")
         buf = ffi.from_buffer(data) if length else ffi.NULL
-        n = lib.dx_new_templates(
-            self._ptr, seen._ptr, buf, length, base_offset, base_line,
-            ffi.cast("uint64_t *", ffi.from_buffer(lines)),
-            ffi.cast("uint64_t *", ffi.from_buffer(offsets)),
-            ffi.cast("uint64_t *", ffi.from_buffer(hashes)), cap, newlines)
+        try:
+            n = lib.dx_new_templates(
+                self._ptr, seen._ptr, buf, length, base_offset, base_line,
+                ffi.cast("uint64_t *", ffi.from_buffer(lines)),
+                ffi.cast("uint64_t *", ffi.from_buffer(offsets)),
+                ffi.cast("uint64_t *", ffi.from_buffer(hashes)), cap, newlines)
+        finally:
+            if length:
+                ffi.release(buf)
         return lines[:n], offsets[:n], hashes[:n], int(newlines[0])
 
 

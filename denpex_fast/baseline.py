@@ -61,7 +61,9 @@ def _chunks(inp: Input, errors: list[FileError]) -> Iterator[tuple[bytearray, in
             cut = buf.rfind(b"\n", 0, fill) + 1
             if cut == 0:
                 if fill == len(buf):
-                    buf.extend(bytes(len(buf)))  # one long line: grow
+                    bigger = bytearray(2 * len(buf))  # one long line: grow (a new
+                    bigger[:fill] = buf[:fill]          # buffer: views of the old may live)
+                    buf = bigger
                 continue
             yield buf, cut, base
             base += cut

@@ -573,7 +573,11 @@ class Scanner:
                     cut = buf.rfind(b"\n", 0, fill) + 1
                     if cut == 0:
                         if len(buf) < o.max_piece:  # one long line: grow, read on
-                            buf.extend(bytes(min(len(buf), o.max_piece - len(buf))))
+                            # a new buffer, not extend(): a reader may still
+                            # hold a view of the old one
+                            bigger = bytearray(len(buf) + min(len(buf), o.max_piece - len(buf)))
+                            bigger[:fill] = buf[:fill]
+                            buf = bigger
                             continue
                         cut, forced = fill, True
                 mv = memoryview(buf)

@@ -285,3 +285,30 @@ def test_scratch_is_not_shared_between_threads(make_scanner) -> None:
     t.start()
     t.join()
     assert err and "one thread" in str(err[0])
+
+
+def test_buffer_export_ends_with_the_native_call(make_scanner, tmp_path: Path) -> None:
+    """A sampling profiler (Dask's worker has one) may keep a frame of the native
+    call alive; the scan must still be able to release and regrow its buffer."""
+    import sys
+
+    kept = []
+
+    def profiler(frame, event, arg):  # type: ignore[no-untyped-def]
+        if frame.f_code.co_name == "scan_buffer":
+            kept.append(frame)  # keeps the frame's locals (the cffi buffer) alive
+
+    p = tmp_path / "long-first-line.log.gz"
+    p.write_bytes(gzip.compress(b"x" * (3 << 20) + b" SIGKILL\n" + LINE))
+    s = make_scanner(PATS)
+    s.stream_chunk = 1 << 20  # the first line outgrows the buffer: it must be regrown
+    sys.setprofile(profiler)
+    threading.setprofile(profiler)  # the scan runs in pool threads
+    try:
+        res = s.run([p], errors="collect")
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    assert kept, "the profiler saw the native call"
+    assert res.ok, res.errors
+    assert res.table.column("signature").to_pylist() == ["kill", "oom"]
