@@ -124,3 +124,14 @@ def test_signatures_check_reports_problems(tmp_path: Path) -> None:
     bad.write_text('schema = "denpex.signatures/1"\nfamily = "mine"\n\n[[signature]]\nid = "mine-x"\ntitle = "x"\n')
     r = run("signatures", "check", str(bad))
     assert r.exit_code == 1 and "mine-x" in r.stdout
+
+
+def test_demo_diagnoses_the_bundled_job() -> None:
+    """The README's main command: the sample job's initiating rank is 3, not
+    the rank 0 that torchrun's own summary names."""
+    r = run("demo", "--format", "json")
+    assert r.exit_code == 0
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "denpex.diagnosis/1"
+    assert doc["initiating"]["rank"] == 3 and doc["initiating"]["host"] == "node1"
+    assert doc["fix_id"] == "torch-matmul-shape-mismatch" and doc["verify"]
