@@ -99,10 +99,8 @@ def _write_table(table: Any, out: str) -> None:
                                  param_hint="-o/--output")
 
 
-def _progress(console: Any, enabled: bool) -> Any:
-    """A rich progress bar on stderr (bytes, rate, ETA), or None when not a TTY."""
-    if not enabled or not console.is_terminal:
-        return None
+def _byte_progress(console: Any, label: str) -> Any:
+    """A rich progress bar on ``console``: label, bar, bytes, rate, ETA."""
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -112,8 +110,15 @@ def _progress(console: Any, enabled: bool) -> Any:
         TransferSpeedColumn,
     )
 
-    return Progress(TextColumn("scanning"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+    return Progress(TextColumn(label), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     TimeRemainingColumn(), console=console, transient=True)
+
+
+def _progress(console: Any, enabled: bool) -> Any:
+    """The scan's progress bar on stderr, or None when not a TTY."""
+    if not enabled or not console.is_terminal:
+        return None
+    return _byte_progress(console, "scanning")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -331,18 +336,7 @@ class _IndexProgress:
     """Progress of ``denpex index`` on stderr: jobs, files, bytes/s, ETA."""
 
     def __init__(self, console: Any) -> None:
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
-
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                            TransferSpeedColumn(), TimeRemainingColumn(), console=console,
-                            transient=True)
+        self.bar = _byte_progress(console, "{task.description}")
         self.task = self.bar.add_task("indexing", total=None)
         self.jobs = self.files = self.n_jobs = self.n_files = 0
         self.file_bytes = self.job_bytes = self.skipped_bytes = 0

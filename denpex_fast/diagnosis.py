@@ -169,10 +169,10 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
     masked) the healthy run never printed.  Unreadable inputs do not stop the
     diagnosis; they are listed in ``Diagnosis.errors``.
     """
-    from .scanner import Scanner
+    from .scanner import Scanner, default_scanner
 
     t0 = time.perf_counter()
-    scanner = scanner or _default_scanner()
+    scanner = scanner or default_scanner()
     if not isinstance(scanner, Scanner):
         raise TypeError("scanner must be a denpex_fast.Scanner")
     result = scanner.run(paths, threads=threads, errors="collect")
@@ -189,18 +189,6 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
                     "matches": result.table.num_rows,
                     "seconds": round(time.perf_counter() - t0, 3)})
     return d
-
-
-_SCANNER: Any = None
-
-
-def _default_scanner() -> Any:
-    global _SCANNER
-    if _SCANNER is None:
-        from .scanner import Scanner
-
-        _SCANNER = Scanner()
-    return _SCANNER
 
 
 def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str = "UTC",

@@ -222,8 +222,6 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     i = d.initiating
     where = f"{os.path.relpath(i.file, case)}:{i.line}" if i is not None else None
     rank = i.rank if i is not None else d.suspect_rank
-    if i is not None and rank is None:
-        rank = None
     t_text = _bare(init.get("text") or "")
     line_hit = where is not None and (where == t_where or (
         bool(t_text) and (_bare(i.text) == t_text or (t_where is None and t_text in i.text))))

@@ -624,17 +624,15 @@ class Scanner:
         if res.n_rows == 0:
             return None
         mask = None
-        if done.task.is_range:
-            sig = np.frombuffer(_native.ffi.buffer(res._ptr.sig, 4 * res.n_rows), np.uint32)
-            per_sig = np.bincount(sig, minlength=len(st.kept))
-            cap = self.options.max_rows_per_sig
-            if np.any(st.kept + per_sig > cap):
-                mask = _cap_mask(sig, st.kept, cap)
-            st.kept += per_sig if mask is None else np.bincount(sig[mask], minlength=len(st.kept))
-        else:
-            st.kept += np.bincount(
-                np.frombuffer(_native.ffi.buffer(res._ptr.sig, 4 * res.n_rows), np.uint32),
-                minlength=len(st.kept))
+        sig = np.frombuffer(_native.ffi.buffer(res._ptr.sig, 4 * res.n_rows), np.uint32)
+        per_sig = np.bincount(sig, minlength=len(st.kept))
+        cap = self.options.max_rows_per_sig
+        # a stream's tally caps in C; ranges of one file each cap alone, so
+        # their union is capped here
+        if done.task.is_range and np.any(st.kept + per_sig > cap):
+            mask = _cap_mask(sig, st.kept, cap)
+            per_sig = np.bincount(sig[mask], minlength=len(st.kept))
+        st.kept += per_sig
         return self._batch(res, names, mask)
 
 
@@ -723,8 +721,17 @@ def _load_signature_set(signatures: Any) -> Any:
     return kb.load_signatures(list(signatures), validate_patterns=False)
 
 
-_DEFAULT: dict[tuple[Any, ...], Scanner] = {}
+_DEFAULT: Scanner | None = None
 _DEFAULT_LOCK = threading.Lock()
+
+
+def default_scanner() -> Scanner:
+    """The Scanner over the built-in knowledge base, compiled once per process."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = Scanner()
+        return _DEFAULT
 
 
 def scan(paths: Iterable[Any] | str | os.PathLike[str], signatures: Any = None, *,
@@ -740,10 +747,7 @@ def scan(paths: Iterable[Any] | str | os.PathLike[str], signatures: Any = None, 
     ctor_keys = ("max_rows_per_signature", "max_text", "cache_dir", "caseless")
     ctor = {k: kwargs.pop(k) for k in ctor_keys if k in kwargs}
     if signatures is None and patterns is None and not ctor:
-        with _DEFAULT_LOCK:  # the built-in knowledge base compiles once per process
-            scanner = _DEFAULT.get(("builtin",))
-            if scanner is None:
-                scanner = _DEFAULT[("builtin",)] = Scanner()
+        scanner = default_scanner()
     else:
         scanner = Scanner(signatures, patterns=patterns, **ctor)
     return scanner.scan(paths, threads=threads, **kwargs)
