@@ -109,7 +109,18 @@ REQUIRED_KEYS = (
     "id", "title", "framework", "phase", "role", "severity", "patterns",
     "root_cause", "fix", "verify", "checklist", "references", "examples",
 )  # fmt: skip
-OPTIONAL_KEYS = ("caused_by", "triggers", "competing", "fields", "versions")
+OPTIONAL_KEYS = ("caused_by", "triggers", "competing", "fields", "versions", "marks")
+
+#: What an entry's ``marks`` may say; the ranking reads these, never id spellings.
+MARKS: Mapping[str, str] = MappingProxyType({
+    "catch-all": "an error-like line of any kind: yields to any other entry on the same line "
+                 "and ranks below specific causes (the open-world tier)",
+    "wrapper": "re-raises or summarises an error that another line of the same incident "
+               "prints (DistBackendError, ChildFailedError): yields to that line",
+    "agent-teardown": "the launcher's agent stopped this rank because another one failed",
+    "scheduler-teardown": "the scheduler or orchestrator stopped the job (cancel, time limit)",
+    "completion": "the job or its training loop finished normally",
+})
 ENTRY_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 FILE_KEYS = ("schema", "family", "signature")
 EXAMPLE_KEYS = ("match", "nomatch")
@@ -131,6 +142,7 @@ FAMILY_PREFIXES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "dataloader": ("data-",),
     "numerics": ("num-",),
     "python_os": ("os-",),
+    "generic": ("any-",),
 })  # fmt: skip
 
 _ID_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
@@ -172,6 +184,7 @@ class Signature:
     # A read-only mapping; left out of the hash because mappings are unhashable.
     fields: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     versions: str = ""
+    marks: tuple[str, ...] = ()
     family: str = ""
     source: str = ""
 
@@ -474,6 +487,11 @@ def _parse_entry(raw: Any, source: str, family: str, index: int) -> Signature:
     if not isinstance(versions, str):
         raise _entry_error(where, "versions", f"expected a string, got {type(versions).__name__}")
     match, nomatch = _examples(raw, where)
+    marks = _text_list(raw, "marks", where, min_len=0) if "marks" in raw else ()
+    for i, mark in enumerate(marks):
+        if mark not in MARKS:
+            raise _entry_error(where, f"marks[{i}]",
+                               f"{mark!r} is not a known mark (allowed: {', '.join(MARKS)})")
     return Signature(
         id=sid,
         title=_text(raw, "title", where, one_line=True),
@@ -494,6 +512,7 @@ def _parse_entry(raw: Any, source: str, family: str, index: int) -> Signature:
         competing=_competing(raw, where, sid),
         fields=_fields(raw, where),
         versions=versions.strip(),
+        marks=tuple(marks),
         family=family,
         source=source,
     )
