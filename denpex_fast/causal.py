@@ -8,26 +8,32 @@ initiated the failure and which events are only its consequences::
     >>> ranking.initiating.signature, ranking.initiating.rank
     ('cuda-oom', 2)
 
-The rules, in order of strength:
+How the initiating incident is chosen:
 
 1. Hosts' clocks disagree.  Events every rank prints at about the same moment
-   (the same NCCL collective timing out on many ranks, rendezvous and
-   init lines, the same step) give a per-host offset and an uncertainty
-   bound (:func:`estimate_skew`).
-2. The initiating event is the earliest ``cause`` after correction.  Within
-   one file, line order is time order, so an interleaved console orders
-   events even without timestamps.  A symptom that reports a timeout T at
-   time t says the stall began near t - T: a cause close to that moment is
-   favoured, a cause after it is demoted (it is more likely a consequence).
-3. NCCL watchdog lines carry the collective's SeqNum: a rank that never
-   entered the collective the others time out in (no timeout line of its
-   own, or a lower "last enqueued" work) is the suspect even when it printed
-   nothing.
-4. With no cause at all, the rank that stopped making progress first (its
-   last step line) is the suspect.
-5. Otherwise the ranking abstains: it says what is known instead of naming
-   a victim.  Two causes on different hosts closer than the skew bound are
-   reported as indistinguishable.
+   (the same NCCL collective timing out on many ranks, the same step) give a
+   per-host offset and an uncertainty bound (:func:`estimate_skew`).  Within
+   one file, line order is time order; a line without a timestamp takes the
+   time of the nearest timestamped line around it.
+2. Matched lines are grouped into incidents (:mod:`denpex_fast.incidents`):
+   a traceback with its exception lines, an NCCL WARN chain with its
+   ``Last error:`` detail, a ChildFailedError record.  An incident is named
+   by its deepest cause.
+3. Ranks can also be suspected from absence: the rank that never entered
+   the collective the others time out in (NCCL SeqNum / enqueue counts, or
+   the one rank missing from the timeouts), the rank whose progress stopped
+   first.  These are candidates too.
+4. Every candidate gets features (:mod:`denpex_fast.ranker`): its tier
+   (specific cause, own symptom, open-world line, wrapper, collateral),
+   earliness after clock correction, whether it came after the moment the
+   timeouts point back to (a timeout of T at t says the stall began near
+   t - T), whether it explains the symptoms seen, how many ranks print the
+   same line, ...  The highest ``w . f`` wins; the weights are fitted out of
+   fold on the labelled corpus.
+5. Verdicts: ``failure`` (named, probability above the fitted threshold),
+   ``suspect`` (named, below it, or a rank suspected from absence),
+   ``stopped`` (progress, then the logs end with no error and no completion
+   line), ``no-failure-found`` (no error-like line at all).
 """
 
 from __future__ import annotations
@@ -40,7 +46,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+
+from .incidents import (
+    TIER_COLLATERAL,
+    TIER_NAMES,
+    TIER_OPEN,
+    Incident,
+    assemble,
+    caused_by,
+    marks,
+    template,
+)
 
 SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -56,11 +74,6 @@ SIGNAL_FIELDS = ("signal",)
 
 DEFAULT_SKEW_FLOOR_S = 0.5  # two events closer than this are never called ordered across hosts
 
-# catch-all signatures: they yield to any other signature on the same line
-GENERIC_CAUSES = frozenset({"os-python-uncaught-exception"})
-# symptoms in these phases report another rank's failure (timeouts, teardown);
-# symptoms in other phases (a killed DataLoader worker) are the rank's own
-COLLATERAL_PHASES = frozenset({"communication", "launcher", "rendezvous", "shutdown", "scheduler"})
 AGENT_SIGTERM_CODES = frozenset({-15, 143})
 
 
@@ -113,13 +126,23 @@ class Ranking:
     initiating: Event | None
     confidence: float
     reasons: list[str]
-    verdict: str                               # "initiating" | "abstain" | "healthy"
-    suspect_rank: int | None = None            # set when the suspect printed nothing
-    candidates: list[Event] = field(default_factory=list)   # other causes, best first
+    verdict: str              # "failure" | "suspect" | "stopped" | "no-failure-found"
+    suspect_rank: int | None = None            # the rank of the top candidate
+    candidates: list[Event] = field(default_factory=list)   # other candidates, best first
     indistinguishable: list[Event] = field(default_factory=list)
     skew: Skew | None = None
     events: list[Event] = field(default_factory=list)
     stall_start: float | None = None
+    incidents: list[Incident] = field(default_factory=list)  # the candidates, in feature order
+    features: np.ndarray | None = None
+    top: int | None = None                     # index of the chosen candidate
+    probability: float = 0.0                   # its softmax probability
+    stopped_after: Event | None = None         # verdict "stopped": the last progress line
+
+    @property
+    def incident(self) -> Incident | None:
+        """The initiating incident (all its lines), when one was named."""
+        return self.incidents[self.top] if self.top is not None else None
 
 
 def _num(fields: dict[str, str], names: Sequence[str]) -> float | None:
@@ -362,6 +385,12 @@ def _monotone_per_file(events: Sequence[Event]) -> None:
                 e.t = running
             else:
                 running = e.t
+        # lines before the first timestamp were written no later than it
+        first = next((e.t for e in evs if e.t is not None), None)
+        for e in evs:
+            if e.t is not None:
+                break
+            e.t = first
 
 
 def ranks_from_paths(files: Iterable[str]) -> set[int]:
@@ -379,138 +408,265 @@ def ranks_from_paths(files: Iterable[str]) -> set[int]:
 
 
 def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
-                progress: dict[int, int] | None = None) -> Ranking:
-    """Rank the events of one job; see the module docstring for the rules.
+                progress: dict[int, int] | None = None, model: Any = None,
+                novel: set[str] | None = None) -> Ranking:
+    """Rank the incidents of one job with the scored model; see the module docstring.
 
-    ``progress``: the last step per rank (:func:`denpex_fast.progress.last_steps`).
+    ``progress``: the last step per rank (:func:`denpex_fast.progress.last_steps`);
+    ``model``: a :class:`denpex_fast.ranker.Model` (default: the shipped one);
+    ``novel``: line templates a healthy baseline never printed.
     """
+    from .ranker import load_model
+
+    model = model or load_model()
     events = build_events(thin_context(table, kb), kb) if events is None else events
     skew = estimate_skew(events)
     for e in events:
         e.t = skew.correct(e.host, e.ts.timestamp()) if e.ts is not None else None
     _monotone_per_file(events)
-    file_rank = {f: i for i, f in enumerate(dict.fromkeys(e.file for e in events))}
     stall, stall_notes = _stall_start(events)
     known_ranks = {e.rank for e in events if e.rank is not None}
     if table.num_rows:
-        col = table.column("file")
-        names = col.chunk(0).dictionary.to_pylist() if col.num_chunks else []
-        known_ranks |= ranks_from_paths(names)
-
-    causes, weak = _candidates(events)
-    causes.sort(key=lambda e: _order_key(e, file_rank))
-    weak.sort(key=lambda e: _order_key(e, file_rank))
-    reasons: list[str] = list(skew.evidence) + stall_notes
-
-    if not causes and weak:
-        # no specific cause: an uncaught exception or a rank's own fatal symptom
-        first = weak[0]
-        why = [f"no specific cause matched; the earliest failure of a rank's own is "
-               f"{first.signature} at {first.where()}"
-               + (f" on rank {first.rank}" if first.rank is not None else "")]
-        conf = 0.45 if first.rank is not None else 0.35
-        if _victims(events, first):
-            conf += 0.1
-            why.append("other ranks only report consequences (timeouts, teardown)")
-        return Ranking(first, conf, reasons + why, "initiating", candidates=_dedupe(weak[1:]),
-                       skew=skew, events=events, stall_start=stall)
-
-    if not causes:
-        suspect, why = _watchdog_suspect(events, known_ranks)
-        exit_event = None
-        if suspect is None:
-            exit_event, why = _exit_code_event(events, file_rank)
-        if suspect is None and exit_event is None:
-            suspect, why = _progress_suspect(events, progress)
-        symptoms = [e for e in events if e.role == "symptom"]
-        if exit_event is not None:
-            return Ranking(exit_event, 0.4, reasons + why, "initiating", skew=skew, events=events,
-                           stall_start=stall)
-        if suspect is not None:
-            return Ranking(None, 0.45, reasons + why, "initiating", suspect_rank=suspect,
-                           skew=skew, events=events, stall_start=stall)
-        verdict = "abstain" if symptoms else "healthy"
-        why = (["no initiating event found: only symptoms were matched"] if symptoms
-               else ["no failure signature matched"])
-        return Ranking(None, 0.0, reasons + why, verdict, skew=skew, events=events,
+        known_ranks |= ranks_from_paths(file_names(table))
+    hidden = shadowed(events, kb)
+    live = [e for e in events if e.index not in hidden]
+    _global_ranks(live)
+    cands = assemble(live, kb, exit_code=_failed_exit)
+    cands += _virtual_suspects(live, known_ranks, progress, cands)
+    X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
+    clock = list(skew.evidence) + stall_notes
+    completed = any("completion" in marks(kb, e.signature) for e in events)
+    if not cands:
+        stop = None if completed else _last_progress(events)
+        if stop is not None:
+            why = [f"stopped after {stop.where()}"
+                   + (f" (rank {stop.rank})" if stop.rank is not None else "")
+                   + ": the logs show progress, then end without a completion line and without an error"]
+            return Ranking(None, 0.0, why + clock, "stopped", skew=skew, events=events,
+                           stall_start=stall, stopped_after=stop)
+        why = ["no error-like line and no stop before completion"]
+        return Ranking(None, 0.0, why + clock, "no-failure-found", skew=skew, events=events,
                        stall_start=stall)
-
-    first = causes[0]
-    # a cause that came after the stall began is more likely a consequence
-    if stall is not None and first.t is not None and first.t > stall + skew.bound:
-        before = [c for c in causes if c.t is not None and c.t <= stall + skew.bound]
-        if before:
-            first = before[0]
-    others = [c for c in causes if c is not first]
-    tie = [c for c in others if c.t is not None and first.t is not None
-           and c.host != first.host and abs(c.t - first.t) <= skew.bound
-           and c.signature != first.signature]
-
-    confidence, why = _confidence(first, others, tie, events, stall, skew, kb)
-    reasons += why
-    reasons += _attempt_note(first, events)
-    verdict = "initiating"
+    probs = model.probabilities(X)
+    order = np.argsort(-model.score(X), kind="stable")
+    top = cands[int(order[0])]
+    p_top = float(probs[order[0]])
+    virtual = top.extra.get("virtual")
+    first = top.head
+    verdict = "failure" if p_top >= model.threshold and not virtual else "suspect"
+    reasons = _evidence(top, first, virtual, X[order[0]], model)
+    tie = [c.head for c in (cands[int(i)] for i in order[1:6])
+           if c.head is not None and first is not None and c.tier <= TIER_OPEN
+           and c.t is not None and top.t is not None and c.host != top.host
+           and abs(c.t - top.t) <= skew.bound and c.head.signature != first.signature]
+    if first is not None:
+        reasons += _attempt_note(first, events)
     if tie:
         reasons.append(
             "indistinguishable: " + ", ".join(f"{c.signature} on host {c.host} ({c.where()})"
                                               for c in tie[:3])
-            + f" happened within the clock-skew bound ({skew.bound:.2f} s) of the first cause")
-    return Ranking(first, confidence, reasons, verdict, candidates=_dedupe(others), indistinguishable=tie,
-                   skew=skew, events=events, stall_start=stall)
+            + f" happened within the clock-skew bound ({skew.bound:.2f} s) of the first one")
+    others = [cands[int(i)].head for i in order[1:] if cands[int(i)].head is not None
+              and cands[int(i)].tier <= TIER_OPEN]
+    return Ranking(first, model.confidence(p_top), reasons + clock, verdict,
+                   suspect_rank=top.rank, candidates=_dedupe(o for o in others if o is not first),
+                   indistinguishable=tie, skew=skew, events=events, stall_start=stall,
+                   incidents=cands, features=X, top=int(order[0]), probability=p_top)
 
 
-def shadowed(events: Sequence[Event]) -> set[int]:
-    """Row indices of generic matches on lines another signature also matched.
+def _failed_exit(e: Event) -> bool:
+    code = _num(e.fields, EXIT_FIELDS)
+    return code is not None and int(code) != 0 and int(code) not in AGENT_SIGTERM_CODES
 
-    Such a row adds nothing: the specific signature says more about the line.
+
+_LOCAL_GLOBAL = (re.compile(r"\brank\s*:\s*(?P<g>\d+)\s*\(local_rank:\s*(?P<l>\d+)\)"),
+                 re.compile(r"^\[default(?P<l>\d+)\]:\[rank(?P<g>\d+)\]:"))
+_LOCAL_ONLY = (re.compile(r"^\[default(?P<l>\d+)\]:(?!\[rank\d)"),
+               re.compile(r"\blocal_rank:\s*(?P<l>\d+)\s*\(pid"))
+_LOCAL_PATH = re.compile(r"(?:^|/)attempt_\d+/(?P<l>\d+)/(?:stdout|stderr)\.log$")
+_GLOBAL_TAG = re.compile(r"\[rank\d+\]:|\[Rank \d+\]|\bRank \d+\b")
+
+
+def _global_ranks(events: Sequence[Event]) -> None:
+    """Map local ranks to global ranks per node (the job's process table).
+
+    A multi-node job's agent, console and per-worker files name workers by
+    local rank (``[default0]:``, ``local_rank: 0 (pid: 42)``,
+    ``attempt_0/0/stderr.log``); lines that print both
+    (``rank : 2 (local_rank: 0)``, ``[default0]:[rank2]:``) give each node's
+    table.  A line whose rank can only have come from a local form takes the
+    global rank when its node's table knows it.
     """
-    claimed = {(e.file, e.line) for e in events if e.signature not in GENERIC_CAUSES}
-    return {e.index for e in events if e.signature in GENERIC_CAUSES and (e.file, e.line) in claimed}
-
-
-def _candidates(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
-    """(specific causes, weak candidates) of a job.
-
-    A generic exception line yields to any other signature on the same line:
-    to a specific cause (which is used instead) and to a symptom (the line
-    only reports another rank's failure).
-    """
-    hidden = shadowed(events)
-    causes, weak = [], []
+    table: dict[str, dict[int, int]] = defaultdict(dict)
     for e in events:
-        if SEVERITY_WEIGHT.get(e.severity, 0) < 2 and e.role != "cause":
+        for rx in _LOCAL_GLOBAL:
+            m = rx.search(e.text)
+            if m:
+                table[_node(e)][int(m.group("l"))] = int(m.group("g"))
+    for k, t in list(table.items()):
+        if all(a == b for a, b in t.items()):
+            del table[k]
+    if not table:
+        return
+    for e in events:
+        t = table.get(_node(e))
+        if not t or e.rank is None or e.rank not in t or _GLOBAL_TAG.search(e.text):
             continue
-        if e.role == "cause" and SEVERITY_WEIGHT.get(e.severity, 0) >= 1:
-            if e.signature in GENERIC_CAUSES:
-                if e.index not in hidden:
-                    weak.append(e)
-            else:
-                causes.append(e)
-        elif e.role == "symptom" and e.phase not in COLLATERAL_PHASES:
-            weak.append(e)
-    return causes, weak
+        local = [m.group("l") for rx in _LOCAL_ONLY if (m := rx.search(e.text))]
+        pm = _LOCAL_PATH.search(e.file.replace("\\", "/"))
+        if pm:
+            local.append(pm.group("l"))
+        if str(e.rank) in local:
+            e.rank = t[e.rank]
 
 
-def _victims(events: Sequence[Event], first: Event) -> bool:
-    return any(e.role == "symptom" and e.phase in COLLATERAL_PHASES and e.rank is not None
-               and e.rank != first.rank for e in events)
+def _node(e: Event) -> str:
+    if e.host:
+        return e.host
+    m = re.search(r"(?:^|/)([^/]+)/(?:[^/]*/)*?(?:logs/|console)", e.file)
+    return m.group(1) if m else ""
 
 
-def _exit_code_event(events: Sequence[Event],
-                     file_rank: dict[str, int]) -> tuple[Event | None, list[str]]:
-    """The first worker exit that was not the agent's own SIGTERM."""
-    exits = []
+def file_names(table: pa.Table) -> list[str]:
+    """Every file label of a match table, across all its chunks."""
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return []
+    return [x for x in pc.unique(table.column("file").cast(pa.string())).to_pylist() if x is not None]
+
+
+def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.ndarray,
+              model: Any) -> list[str]:
+    """Reasons, evidence first: which line, which rank, why it beat the others."""
+    from .ranker import FEATURES
+
+    out: list[str] = []
+    if virtual and first is None:
+        out.append(f"rank {top.rank} is the suspect: {virtual}; it printed no line of its own")
+    elif virtual:
+        out.append(f"rank {top.rank} is the suspect: {virtual}; its last line is {first.where()}")
+    elif first is not None:
+        lo, hi = top.lines
+        span = f" (incident of lines {lo}-{hi})" if hi > lo else ""
+        out.append(f"{TIER_NAMES[top.tier]}: {first.signature} at {first.where()}{span}"
+                   + (f" on rank {top.rank}" if top.rank is not None else ""))
+    for name, c in model.explain(x)[:4]:
+        out.append(f"{'+' if c > 0 else '-'}{abs(c):.2f}: {FEATURES[name]}")
+    return out
+
+
+def _virtual_suspects(live: Sequence[Event], known_ranks: set[int],
+                      progress: dict[int, int] | None, cands: Sequence[Incident]) -> list[Incident]:
+    """Ranks suspected from absence: the one the others waited for, the one
+    whose progress stopped first.  Named by their last line, when they have one."""
+    out = []
+    for kind, (rank, why) in (("silent_suspect", _watchdog_suspect(live, known_ranks)),
+                              ("laggard", _progress_suspect(live, progress))):
+        if rank is None or any(c.extra.get("virtual") and c.rank == rank for c in out):
+            continue
+        # named by its last progress line (where it stopped), else its last own line
+        own = [e for e in live if e.rank == rank and _num(e.fields, STEP_FIELDS) is not None] or [
+            e for e in live if e.rank == rank and e.role == "context"]
+        last = max(own, key=lambda e: (e.t if e.t is not None else -math.inf, e.line), default=None)
+        inc = Incident([last] if last else [], last, rank, last.host if last else None,
+                       TIER_COLLATERAL, None, {"virtual": why[0] if why else kind, kind: 1.0})
+        out.append(inc)
+    return out
+
+
+def _last_progress(events: Sequence[Event]) -> Event | None:
+    prog = [e for e in events if _num(e.fields, STEP_FIELDS) is not None]
+    if not prog:
+        return None
+    return max(prog, key=lambda e: (e.t if e.t is not None else -math.inf, e.line))
+
+
+def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any,
+                       stall: float | None, skew: Skew, known_ranks: set[int],
+                       novel: set[str] | None = None) -> np.ndarray:
+    """One row of :data:`denpex_fast.ranker.FEATURE_NAMES` per candidate."""
+    from .ranker import FEATURE_NAMES
+
+    col = {n: i for i, n in enumerate(FEATURE_NAMES)}
+    X = np.zeros((len(cands), len(FEATURE_NAMES)))
+    file_rank = {f: i for i, f in enumerate(dict.fromkeys(e.file for e in live))}
+    timed = sorted((i for i, c in enumerate(cands) if not c.extra.get("virtual")),
+                   key=lambda i: (cands[i].t if cands[i].t is not None else math.inf,
+                                  file_rank.get(cands[i].file, 0), cands[i].lines[0]))
+    symptoms = {e.signature for e in live if e.role == "symptom"}
+    ranks_by_template: dict[str, set[int]] = defaultdict(set)
+    for e in live:
+        if e.role != "context" and e.rank is not None:
+            ranks_by_template[template(e.text)].add(e.rank)
+    n_ranks = len(known_ranks)
+    seen_tier: set[int] = set()
+    for pos, i in enumerate(timed):
+        c = cands[i]
+        X[i, col["first"]] = 1.0 if pos == 0 else 0.0
+        X[i, col["earliness"]] = 1.0 / (1 + pos)
+        if c.tier not in seen_tier:
+            seen_tier.add(c.tier)
+            X[i, col["first_of_tier"]] = 1.0
+    tier_col = ("specific_cause", "own_symptom", "open_world", "wrapper", "collateral")
+    for i, c in enumerate(cands):
+        for k in ("silent_suspect", "laggard"):
+            X[i, col[k]] = float(c.extra.get(k, 0.0))
+        X[i, col["has_rank"]] = 1.0 if c.rank is not None else 0.0
+        h = c.head
+        if c.extra.get("virtual") or h is None:
+            continue
+        X[i, col[tier_col[c.tier]]] = 1.0
+        X[i, col["severity"]] = SEVERITY_WEIGHT.get(h.severity, 0) / 3
+        if stall is not None and c.t is not None and c.t > stall + skew.bound:
+            X[i, col["after_stall"]] = 1.0
+        try:
+            trig = set(kb[h.signature].triggers)
+        except KeyError:
+            trig = set()
+        if (trig & symptoms) or any(h.signature in caused_by(kb, s) for s in symptoms):
+            X[i, col["explains"]] = 1.0
+        k = len(ranks_by_template.get(template(h.text), ()))
+        if n_ranks >= 2 and c.rank is not None:
+            X[i, col["peer_rarity"]] = 1.0 - max(0, k - 1) / (n_ranks - 1)
+        else:
+            X[i, col["peer_rarity"]] = 0.5
+        codes = [_num(m.fields, EXIT_FIELDS) for m in c.members]
+        if any(x is not None and int(x) != 0 and int(x) not in AGENT_SIGTERM_CODES for x in codes):
+            X[i, col["exit_nonzero"]] = 1.0
+        X[i, col["rendezvous"]] = 1.0 if h.phase == "rendezvous" else 0.0
+        m = marks(kb, h.signature)
+        if "agent-teardown" in m or "scheduler-teardown" in m:
+            X[i, col["teardown"]] = 1.0
+        if novel is not None and template(h.text) in novel:
+            X[i, col["novel"]] = 1.0
+    return X
+
+
+def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
+    """Row indices of catch-all matches on lines another signature also matched.
+
+    Such a row adds nothing: the specific (or benign context) entry says
+    more about the line.  Among several catch-alls on one line only the most
+    severe is kept.
+    """
+    def catch_all(e: Event) -> bool:
+        return "catch-all" in marks(kb, e.signature)
+
+    claimed = {(e.file, e.line) for e in events if not catch_all(e)}
+    out = {e.index for e in events if catch_all(e) and (e.file, e.line) in claimed}
+    best: dict[tuple[str, int], Event] = {}
     for e in events:
-        code = _num(e.fields, EXIT_FIELDS)
-        if code is not None and int(code) not in AGENT_SIGTERM_CODES and int(code) != 0:
-            exits.append((e, int(code)))
-    if not exits:
-        return None, []
-    exits.sort(key=lambda ec: _order_key(ec[0], file_rank))
-    e, code = exits[0]
-    what = f"signal {-code}" if code < 0 else f"exit code {code}"
-    return e, [f"no failure message: the launcher saw a worker end with {what} first "
-               f"({e.where()}); the others were torn down after it"]
+        if catch_all(e) and e.index not in out:
+            k = (e.file, e.line)
+            b = best.get(k)
+            if b is None or SEVERITY_WEIGHT.get(e.severity, 0) > SEVERITY_WEIGHT.get(b.severity, 0):
+                if b is not None:
+                    out.add(b.index)
+                best[k] = e
+            else:
+                out.add(e.index)
+    return out
 
 
 _ATTEMPT = re.compile(r"attempt_(\d+)")
@@ -534,55 +690,3 @@ def _dedupe(events: Iterable[Event]) -> list[Event]:
             seen.add(e.signature)
             out.append(e)
     return out
-
-
-def _confidence(first: Event, others: list[Event], tie: list[Event], events: Sequence[Event],
-                stall: float | None, skew: Skew, kb: Any) -> tuple[float, list[str]]:
-    """A score in [0, 1] from independent pieces of evidence, with the reasons."""
-    score = 0.35
-    why = [f"earliest cause: {first.signature} at {first.where()}"
-           + (f" on rank {first.rank}" if first.rank is not None else "")]
-    if SEVERITY_WEIGHT.get(first.severity, 0) >= 3:
-        score += 0.1
-    try:
-        sig = kb[first.signature]
-        triggers = set(sig.triggers)
-    except KeyError:
-        triggers = set()
-    explained = {e.signature for e in events if e.role == "symptom"
-                 and (e.signature in triggers or _caused_by(kb, e.signature, first.signature))}
-    if explained:
-        score += 0.2
-        why.append("it explains the symptoms seen: " + ", ".join(sorted(explained)[:5]))
-    victims = {e.rank for e in events if e.role == "symptom" and e.rank is not None
-               and e.rank != first.rank}
-    if first.rank is not None and victims:
-        score += 0.1
-        why.append(f"the symptoms are on other ranks ({len(victims)})")
-    if stall is not None and first.t is not None:
-        if first.t <= stall + skew.bound:
-            score += 0.1
-            why.append("it precedes the moment the timeouts point back to")
-        else:
-            score -= 0.15
-            why.append("it comes after the moment the timeouts point back to")
-    if others:
-        gap = (others[0].t - first.t) if (others[0].t is not None and first.t is not None) else None
-        if gap is not None and gap > max(skew.bound, 1.0):
-            score += 0.1
-            why.append(f"the next cause ({others[0].signature}) came {gap:.1f} s later")
-        elif others[0].signature != first.signature and first.file != others[0].file and gap is None:
-            score -= 0.1
-            why.append("another cause in a different file cannot be ordered against it (no timestamps)")
-    if tie:
-        score -= 0.25
-    if first.ts is None and len({e.file for e in events}) > 1:
-        score -= 0.05
-    return max(0.05, min(0.95, score)), why
-
-
-def _caused_by(kb: Any, symptom: str, cause: str) -> bool:
-    try:
-        return cause in kb[symptom].caused_by
-    except KeyError:
-        return False

@@ -309,7 +309,7 @@ def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs
         render_text(d, Console(highlight=False))
     if d.stats.get("files", 0) == 0:
         sys.exit(EXIT_ERROR)
-    if exit_zero or d.verdict == "healthy":
+    if exit_zero or d.verdict == "no-failure-found":
         sys.exit(EXIT_MATCH)
     sys.exit(EXIT_NONE)
 

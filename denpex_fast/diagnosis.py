@@ -30,9 +30,11 @@ from .causal import (
     Event,
     Ranking,
     _num,
+    file_names,
     rank_events,
     shadowed,
 )
+from .incidents import marks
 
 SCHEMA = "denpex.diagnosis/1"
 
@@ -51,9 +53,8 @@ RANK_FATE_SCHEMA = pa.schema([
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV",
            15: "SIGTERM"}
-# signatures whose presence on a rank means an outside actor tore it down
-AGENT_TEARDOWN = ("sigterm", "closing-signal", "death-signal")
-SCHEDULER_TEARDOWN = ("slurm-", "k8s-")
+#: the closed set of verdicts (``denpex.diagnosis/1``)
+VERDICTS = ("failure", "suspect", "stopped", "incomplete", "no-failure-found")
 
 
 @dataclass
@@ -90,7 +91,7 @@ class Hypothesis:
 class Diagnosis:
     """The verdict on one job; ``to_dict()`` is the stable JSON form."""
 
-    verdict: str                      # "initiating" | "abstain" | "healthy"
+    verdict: str                      # one of VERDICTS
     initiating: Event | None
     confidence: float
     reasons: list[str]
@@ -105,20 +106,27 @@ class Diagnosis:
     stats: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     divergence: list[dict[str, Any]] = field(default_factory=list)
-    score: float = 0.0                # the ranking's raw evidence score (before calibration)
+    score: float = 0.0                # the model's probability for the named candidate
+    incident: list[dict[str, Any]] = field(default_factory=list)  # lines of the initiating incident
+    stopped_after: Event | None = None  # verdict "stopped": the last progress line seen
+    # the ranking's candidates and their features (for evaluation and reports)
+    candidates_incidents: list[Any] = field(default_factory=list, repr=False)
+    ranking_features: Any = field(default=None, repr=False)
+    initiating_incident: Any = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (schema ``denpex.diagnosis/1``; keys are stable)."""
         init = None
         if self.initiating is not None:
             init = {**self.initiating.to_dict(), "confidence": round(self.confidence, 3),
-                    "reasons": self.reasons}
+                    "reasons": self.reasons, "incident": self.incident}
         fix = self.fix or {}
         return {
             "schema": SCHEMA,
             "verdict": self.verdict,
             "initiating": init,
             "suspect_rank": self.suspect_rank,
+            "stopped_after": self.stopped_after.to_dict() if self.stopped_after else None,
             "confidence": round(self.confidence, 3),
             "score": round(self.score, 3),
             "reasons": self.reasons,
@@ -178,6 +186,10 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
     result = scanner.run(paths, threads=threads, errors="collect")
     d = diagnose_table(result.table, signatures=scanner.signature_set, default_tz=default_tz)
     d.errors = [e.to_dict() for e in result.errors]
+    if d.errors and d.verdict in ("no-failure-found", "stopped"):
+        d.verdict = "incomplete"
+        d.reasons.insert(0, f"{len(d.errors)} input(s) could not be read completely: "
+                            "no all-clear is given for a job not read whole")
     if baseline is not None:
         from .baseline import first_divergence
 
@@ -218,10 +230,8 @@ def _progress(table: pa.Table) -> dict[int, int]:
     """Last step per rank from the tails of the job's plain files."""
     from .progress import last_steps
 
-    col = table.column("file")
-    if not table.num_rows or not col.num_chunks:
-        return {}
-    return last_steps(col.chunk(0).dictionary.to_pylist())
+    names = file_names(table)
+    return last_steps(names) if names else {}
 
 
 def _with_progress(fates: pa.Table, progress: dict[int, int]) -> pa.Table:
@@ -234,47 +244,33 @@ def _with_progress(fates: pa.Table, progress: dict[int, int]) -> pa.Table:
 
 def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnosis:
     first = r.initiating
-    hidden = shadowed(r.events)
+    hidden = shadowed(r.events, kb)
     events = [e for e in r.events if e.index not in hidden]
-    collateral = _collateral(events, first)
+    inc = r.incident
+    own = {id(m) for m in inc.members} if inc is not None else set()
+    collateral = _collateral(events, own, first.signature if first is not None else None)
     competing = _competing(r, kb)
     fix = _fix(first, kb, events)
     context = [f"{e.where()}: {e.text}" for e in r.events if e.role == "context"][:20]
-    confidence = calibrated(r.confidence) if r.verdict == "initiating" else 0.0
-    d = Diagnosis(r.verdict, first, confidence, r.reasons, r.suspect_rank, collateral,
-                     competing, fix, rank_fates(events), table, context=context,
-                     stats={"matches": table.num_rows}, notes=notes)
-    d.score = r.confidence
+    d = Diagnosis(r.verdict, first, r.confidence, r.reasons, r.suspect_rank, collateral,
+                  competing, fix, rank_fates(events, kb), table, context=context,
+                  stats={"matches": table.num_rows}, notes=notes)
+    d.score = r.probability
+    d.stopped_after = r.stopped_after
+    d.candidates_incidents = list(r.incidents)
+    d.ranking_features = r.features
+    d.initiating_incident = inc
+    if inc is not None:
+        d.incident = [{"file": m.file, "line": m.line, "signature": m.signature} for m in inc.members]
     return d
 
 
-_CALIBRATION: list[dict[str, float]] | None = None
-
-
-def calibrated(score: float) -> float:
-    """Map the ranking's evidence score to the accuracy measured on the
-    project's labelled corpus for scores in the same bucket
-    (``denpex_fast/calibration.json``, written by
-    ``python -m denpex_fast.evaluate --calibrate``)."""
-    global _CALIBRATION
-    if _CALIBRATION is None:
-        import json
-        from importlib.resources import files
-
-        try:
-            _CALIBRATION = json.loads(files("denpex_fast").joinpath("calibration.json").read_text())
-        except (OSError, ValueError):
-            _CALIBRATION = []
-    for b in _CALIBRATION:
-        if b["lo"] <= score < b["hi"]:
-            return float(b["accuracy"])
-    return score
-
-
-def _collateral(events: Iterable[Event], first: Event | None) -> list[Collateral]:
+def _collateral(events: Iterable[Event], own: set[int], first_sig: str | None) -> list[Collateral]:
+    """Consequences by signature; the initiating incident's own lines and
+    repeated prints of the initiating signature are folded into it."""
     groups: dict[str, list[Event]] = defaultdict(list)
     for e in events:
-        if e is first or e.role == "context":
+        if id(e) in own or e.role == "context" or e.signature == first_sig:
             continue
         groups[e.signature].append(e)
     out = []
@@ -301,8 +297,9 @@ def _competing(r: Ranking, kb: Any) -> list[Hypothesis]:
                 cid, control,
                 [f"{cid} was also matched in this job"] if present else [],
                 [] if present else [f"no line matched {cid}"]))
+    first_sig = r.initiating.signature if r.initiating is not None else None
     for c in r.candidates[:5]:
-        if any(h.signature == c.signature for h in out):
+        if c.signature == first_sig or any(h.signature == c.signature for h in out):
             continue
         against = ["it came later than the initiating event"]
         if r.initiating is not None and c.t is None:
@@ -343,7 +340,7 @@ def _job_values(fix_text: str, events: Iterable[Event]) -> dict[str, str]:
     return out
 
 
-def rank_fates(events: Iterable[Event]) -> pa.Table:
+def rank_fates(events: Iterable[Event], kb: Any = None) -> pa.Table:
     """One row per rank: first error, exit code/signal, teardown, progress."""
     rows: dict[int, dict[str, Any]] = {}
     for e in sorted(events, key=lambda e: (e.t if e.t is not None else float("inf"), e.file, e.line)):
@@ -367,10 +364,10 @@ def rank_fates(events: Iterable[Event]) -> pa.Table:
         sig_name = e.fields.get(SIGNAL_FIELDS[0])
         if sig_name:
             row["signal"] = sig_name if not sig_name.isdigit() else SIGNALS.get(int(sig_name), sig_name)
-        low = e.signature.lower()
-        if any(k in low for k in AGENT_TEARDOWN):
+        m = marks(kb, e.signature)
+        if "agent-teardown" in m:
             row["torn_down_by"] = "agent"
-        elif low.startswith(SCHEDULER_TEARDOWN) and e.role in ("cause", "symptom"):
+        elif "scheduler-teardown" in m:
             row["torn_down_by"] = "scheduler"
         step = _num(e.fields, STEP_FIELDS)
         if step is not None:

@@ -1,31 +1,49 @@
-"""Evaluate the diagnosis on a labelled corpus of failed jobs.
+"""Evaluate the diagnosis on labelled corpora, honestly.
 
 A corpus is a directory of cases; a case is a directory with the logs and a
 ``truth.json`` (schema ``denpex.truth/1``: ``initiating`` with ``rank``,
-``file`` (relative to the case), ``line``, ``text``; ``healthy``)::
+``file`` (relative to the case), ``line``, ``text``; ``healthy``;
+optionally ``expected_verdict``)::
 
     >>> from denpex_fast.evaluate import evaluate
     >>> report = evaluate(["tests/corpus/cases", "tests/corpus/public"])
-    >>> report.summary()["rank_accuracy"]
+    >>> report.summary("dev")["top1"]
 
-A diagnosis is *right on the line* when it names the truth's file and line
-(or the same line as printed in another file: torchrun's console repeats each
-rank's lines with a ``[defaultN]:`` prefix),
-*right on the rank* when the initiating (or suspect) rank equals the truth's
-rank, *abstained* when it names nothing; a healthy case is right when the
-verdict is ``healthy``.  ``calibration()`` buckets confidence against
-correctness, which is how the confidence scale is checked.
+A failed case is **right** only when the named line is the truth's line (or
+any line of the named incident, or the same text printed in another file:
+torchrun's console repeats each rank's lines) **and** the named rank is the
+truth's rank (when the truth knows it).  A healthy case is right when the
+verdict is ``no-failure-found``; a case whose truth expects ``stopped`` when
+the verdict is ``stopped``.  A failed case reported as ``no-failure-found``
+is *called healthy*; a named line from the truth's downstream list is a
+*victim blamed*.
+
+**Partitions.**  ``blind`` cases (:func:`partition`, rule frozen in
+``tests/corpus/partition.json``) are never used to fit anything: the
+shipped ranking model is fitted on ``dev`` only.  ``cross_validate`` refits
+the model on folds grouped by source thread (public cases) or generator
+fault (generated cases), so a case is always scored by weights fitted
+without its group.
+
+``python -m denpex_fast.evaluate --fit CORPUS...`` refits the shipped model
+(``denpex_fast/ranking_model.json``) on the dev partition, with its
+calibration and ``failure``/``suspect`` threshold taken out of fold.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+FAILED_VERDICTS = ("failure", "suspect")
 
 
 @dataclass
@@ -49,9 +67,20 @@ class CaseResult:
     failure_class: str = ""
     downstream_blamed: bool = False     # the named line is one of the truth's consequences
     launcher_rank: int | None = None    # torchrun's "Root Cause (first observed failure)" rank
+    expected: str = "failure"           # failure | no-failure-found | stopped
+    group: str = ""                     # cross-validation group (source thread / generator fault)
+    partition: str = "dev"              # dev | blind
+    grep_right: bool = False            # the first line of a plain error grep is right
+    X: Any = field(default=None, repr=False)        # candidate features (ranker.FEATURE_NAMES)
+    labels: Any = field(default=None, repr=False)   # which candidates name the truth
+    blame: Any = field(default=None, repr=False)    # which candidates are downstream lines
+
+    @property
+    def called_healthy(self) -> bool:
+        return self.expected != "no-failure-found" and self.verdict == "no-failure-found"
 
     def to_dict(self) -> dict[str, Any]:
-        return self.__dict__.copy()
+        return {k: v for k, v in self.__dict__.items() if k not in ("X", "labels", "blame")}
 
 
 @dataclass
@@ -60,32 +89,50 @@ class EvalReport:
 
     results: list[CaseResult] = field(default_factory=list)
 
-    def summary(self) -> dict[str, float]:
-        failed = [r for r in self.results if not r.healthy]
-        healthy = [r for r in self.results if r.healthy]
-        ranked = [r for r in failed if r.truth_rank is not None]
-        lined = [r for r in failed if r.truth_where is not None]
-        named = [r for r in failed if r.verdict == "initiating"]
+    def subset(self, partition: str | None) -> list[CaseResult]:
+        return [r for r in self.results if partition in (None, r.partition)]
+
+    def summary(self, partition: str | None = None,
+                outcome: dict[str, tuple[bool, bool, bool]] | None = None) -> dict[str, Any]:
+        """Figures over one partition (``None``: all).  ``outcome`` overrides
+        (right, blamed, called healthy) per case, as cross-validation gives."""
+        rs = self.subset(partition)
+
+        def o(r: CaseResult) -> tuple[bool, bool, bool]:
+            return outcome[r.case] if outcome and r.case in outcome else (
+                r.right, r.downstream_blamed, r.called_healthy)
+
+        failed = [r for r in rs if r.expected == "failure"]
+        healthy = [r for r in rs if r.expected == "no-failure-found"]
+        stopped = [r for r in rs if r.expected == "stopped"]
         return {
-            "cases": len(self.results),
-            "failed_cases": len(failed),
-            "healthy_cases": len(healthy),
-            "line_accuracy": _ratio(sum(r.line_hit for r in lined), len(lined)),
-            "rank_accuracy": _ratio(sum(r.rank_hit for r in ranked), len(ranked)),
-            "abstain_rate": _ratio(sum(r.verdict != "initiating" for r in failed), len(failed)),
-            "precision_when_named": _ratio(sum(r.right for r in named), len(named)),
-            "healthy_quiet": _ratio(sum(r.verdict == "healthy" for r in healthy), len(healthy)),
+            "cases": len(rs), "failed_cases": len(failed), "healthy_cases": len(healthy),
+            "stopped_cases": len(stopped),
+            "top1": _ratio(sum(o(r)[0] for r in failed), len(failed)),
+            "top1_n": sum(o(r)[0] for r in failed),
+            "victims_blamed": sum(o(r)[1] for r in failed),
+            "called_healthy": sum(o(r)[2] for r in failed + stopped),
+            "healthy_quiet": _ratio(sum(o(r)[0] for r in healthy), len(healthy)),
+            "stopped_right": _ratio(sum(o(r)[0] for r in stopped), len(stopped)),
+            "grep_first_top1": _ratio(sum(r.grep_right for r in failed), len(failed)),
+            "errors": sum(1 for r in rs if r.error),
         }
 
-    def calibration(self, edges: Iterable[float] = (0.0, 0.3, 0.5, 0.7, 1.01)) -> list[dict[str, Any]]:
-        """Accuracy per confidence bucket over failed cases that named an event."""
-        e = list(edges)
+    def reliability(self, partition: str | None = None,
+                    edges: Sequence[float] = (0.0, 0.35, 0.5, 0.65, 0.8, 0.9, 1.01),
+                    conf: dict[str, float] | None = None,
+                    outcome: dict[str, tuple[bool, bool, bool]] | None = None) -> list[dict[str, Any]]:
+        """Predicted confidence vs observed accuracy per bucket (named failed cases)."""
         out = []
-        for lo, hi in zip(e, e[1:]):
-            bucket = [r for r in self.results if not r.healthy and r.verdict == "initiating"
-                      and lo <= r.confidence < hi]
-            out.append({"confidence": f"[{lo:.1f}, {min(hi, 1.0):.1f})", "cases": len(bucket),
-                        "right": sum(r.right for r in bucket)})
+        named = [r for r in self.subset(partition) if r.expected == "failure"
+                 and r.verdict in FAILED_VERDICTS]
+        for lo, hi in zip(edges, edges[1:]):
+            b = [r for r in named if lo <= (conf or {}).get(r.case, r.confidence) < hi]
+            ok = sum((outcome[r.case][0] if outcome and r.case in outcome else r.right) for r in b)
+            pred = sum((conf or {}).get(r.case, r.confidence) for r in b)
+            out.append({"confidence": f"[{lo:.2f}, {min(hi, 1.0):.2f})", "cases": len(b),
+                        "predicted": round(pred / len(b), 3) if b else None,
+                        "observed": round(ok / len(b), 3) if b else None})
         return out
 
 
@@ -95,73 +142,46 @@ _PREFIX = re.compile(r"^(?:\[(?:default|rank)\d+\]:)+\s*")
 def _bare(text: str) -> str:
     """A line without torchrun's rank prefixes: the console and the per-rank
     file print the same line, and either names it."""
-    return _PREFIX.sub("", text.strip())
+    return _PREFIX.sub("", (text or "").strip())
 
 
-CALIBRATION_EDGES = (0.0, 0.4, 0.5, 0.6, 0.7, 1.01)
-
-
-def fit_calibration(report: EvalReport, edges: Iterable[float] = CALIBRATION_EDGES,
-                    prior: tuple[int, int] = (1, 1)) -> list[dict[str, float]]:
-    """Measured accuracy per raw-score bucket.
-
-    Each bucket is Laplace-smoothed by ``prior`` (right, wrong) pseudo-cases,
-    so a small bucket does not claim certainty, then the buckets are made
-    non-decreasing by pooling adjacent violators (isotonic regression): a
-    higher score never maps to a lower confidence.
-    """
-    e = list(edges)
-    blocks: list[list[float]] = []  # [weighted accuracy sum, weight, first bucket, last bucket]
-    for k, (lo, hi) in enumerate(zip(e, e[1:])):
-        bucket = [r for r in report.results if not r.healthy and r.verdict == "initiating"
-                  and lo <= r.score < hi]
-        w = len(bucket) + prior[0] + prior[1]
-        acc = (sum(r.right for r in bucket) + prior[0]) / w
-        blocks.append([acc * w, w, k, k])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
-            a, b = blocks[-2], blocks.pop()
-            a[0] += b[0]
-            a[1] += b[1]
-            a[3] = b[3]
-    out = []
-    for total, w, first, last in blocks:
-        for k in range(int(first), int(last) + 1):
-            lo, hi = e[k], e[k + 1]
-            n = sum(1 for r in report.results if not r.healthy and r.verdict == "initiating"
-                    and lo <= r.score < hi)
-            out.append({"lo": lo, "hi": hi, "accuracy": round(total / w, 3), "cases": n})
-    return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m denpex_fast.evaluate [--calibrate] CORPUS...``"""
-    import argparse
-
-    ap = argparse.ArgumentParser(description="Evaluate the diagnosis on labelled corpora.")
-    ap.add_argument("roots", nargs="+", help="corpus directories (cases with truth.json)")
-    ap.add_argument("--calibrate", action="store_true",
-                    help="write denpex_fast/calibration.json from these corpora")
-    a = ap.parse_args(argv)
-    rep = evaluate(a.roots)
-    for r in rep.results:
-        print(f"{'ok' if r.right else 'XX'} {r.case:50} {r.verdict:10} {r.signature} {r.where} "
-              f"score={r.score:.2f}")
-    print(json.dumps(rep.summary(), indent=1))
-    if a.calibrate:
-        table = fit_calibration(rep)
-        out = Path(__file__).with_name("calibration.json")
-        out.write_text(json.dumps(table, indent=1) + "\n")
-        print(f"wrote {out}")
-    return 0
-
-
-
-def _ratio(a: int, b: int) -> float:
+def _ratio(a: float, b: int) -> float:
     return round(a / b, 3) if b else float("nan")
 
 
+# ---------------------------------------------------------------- partitions
+
+PARTITION_FILE = "partition.json"
+
+
+def partition(case: Path) -> str:
+    """``blind`` or ``dev``, by the frozen rule in the corpus root's
+    ``partition.json`` (``{"blind_public_from": N}``: public cases numbered N
+    and above, gathered after the rule was frozen, are blind)."""
+    for root in (case.parent, case.parent.parent):
+        f = root / PARTITION_FILE
+        if f.is_file():
+            rule = json.loads(f.read_text())
+            m = re.match(r"(\d+)-", case.name)
+            if case.parent.name == "public" and m and int(m.group(1)) >= int(rule["blind_public_from"]):
+                return "blind"
+            return "dev"
+    return "dev"
+
+
+def _group(case: Path, truth: dict[str, Any]) -> str:
+    src = truth.get("source")
+    if isinstance(src, list) and src:
+        m = re.match(r"https://github\.com/([^/]+/[^/]+)/(?:issues|pull|discussions)/(\d+)", src[0])
+        return m.group(0) if m else str(src[0])
+    return f"generated:{truth.get('fault') or case.name}"
+
+
+# ---------------------------------------------------------------- one case
+
 _ROOT_CAUSE = re.compile(rb"Root Cause \(first observed failure\):")
 _RANK_LINE = re.compile(rb"^\s*rank\s*:\s*(\d+)", re.M)
+_GREP = re.compile(rb"(?i)error|exception|timeout|failed")
 
 
 def launcher_root_cause_rank(case: Path) -> int | None:
@@ -180,10 +200,31 @@ def launcher_root_cause_rank(case: Path) -> int | None:
     return None
 
 
-def _failure_class(truth: dict[str, Any]) -> str:
-    if truth.get("healthy"):
-        return "healthy"
-    return str(truth.get("fault") or truth.get("failure_class") or "other")[:40]
+def grep_first(case: Path) -> tuple[str, int, str, int | None] | None:
+    """The first line of ``grep -i 'error|exception|timeout|failed'`` over
+    the case's files (in name order), with the rank its prefix or path names:
+    the anchor a user already has."""
+    import pyarrow as pa
+
+    from .attribution import line_facts, path_facts
+
+    for f in log_files(case):
+        try:
+            data = Path(f).read_bytes()
+        except OSError:
+            continue
+        m = _GREP.search(data)
+        if not m:
+            continue
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        end = data.find(b"\n", m.start())
+        text = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace").rstrip("\r")
+        rank = int(line_facts(pa.array([text])).rank[0])
+        if rank < 0:
+            rank = path_facts(f).rank if path_facts(f).rank is not None else -1
+        return (os.path.relpath(f, case), data.count(b"\n", 0, start) + 1, text,
+                rank if rank >= 0 else None)
+    return None
 
 
 def case_dirs(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -199,8 +240,17 @@ def case_dirs(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def log_files(case: Path) -> list[str]:
-    """The case's log files (everything but truth.json and error.json sidecars)."""
+    """The case's log files (everything but truth.json)."""
     return sorted(str(p) for p in case.rglob("*") if p.is_file() and p.name != "truth.json")
+
+
+def _expected(truth: dict[str, Any]) -> str:
+    exp = truth.get("expected_verdict")
+    if exp in ("stopped", "no-failure-found"):
+        return str(exp)
+    if truth.get("healthy"):
+        return "no-failure-found"
+    return "failure"
 
 
 def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
@@ -209,41 +259,171 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
 
     truth = json.loads((case / "truth.json").read_text())
     init = truth.get("initiating") or {}
-    if not init and truth.get("initiating_signature"):  # incident write-up format
-        init = {"rank": truth.get("initiating_rank"), "text": truth["initiating_signature"]}
-    healthy = bool(truth.get("healthy", False))
+    expected = _expected(truth)
     t_rank = init.get("rank")
-    t_where = f"{init['file']}:{init['line']}" if init.get("file") and init.get("line") else None
+    t_file, t_line = init.get("file"), init.get("line")
+    t_where = f"{t_file}:{t_line}" if t_file and t_line else None
+    t_text = _bare(init.get("text") or "")
+    downstream = {_bare(x.get("text") or "") for x in truth.get("downstream") or []
+                  if isinstance(x, dict)} - {""}
+    base = {"failure_class": _failure_class(truth), "expected": expected,
+            "group": _group(case, truth), "partition": partition(case)}
     try:
         d = diagnose(log_files(case), scanner=scanner)
     except Exception as exc:  # a crash is a wrong answer, recorded with its reason
-        return CaseResult(case.name, healthy, t_rank, t_where, "error", None, None, None, 0.0,
-                          False, False, False, f"{type(exc).__name__}: {exc}")
+        return CaseResult(case.name, expected == "no-failure-found", t_rank, t_where, "error",
+                          None, None, None, 0.0, False, False, False,
+                          f"{type(exc).__name__}: {exc}", **base)
+
+    def rel(f: str) -> str:
+        return os.path.relpath(f, case)
+
+    def hits(file: str | None, lines: tuple[int, int] | None, texts: Sequence[str],
+             rank: int | None) -> tuple[bool, bool]:
+        line_ok = False
+        if t_where is None:
+            line_ok = True                      # the truth names a rank only
+        elif file is not None and lines is not None:
+            line_ok = (rel(file) == t_file and lines[0] <= t_line <= lines[1]) or (
+                bool(t_text) and any(_bare(x) == t_text for x in texts))
+        rank_ok = t_rank is None or (rank is not None and rank == t_rank)
+        return line_ok, rank_ok
+
+    X = d.ranking_features
+    labels, blame = [], []
+    for inc in d.candidates_incidents:
+        h = inc.head
+        if h is None:
+            lh, rh = hits(None, None, None, inc.rank)
+            lh = t_where is None
+        else:
+            lh, rh = hits(h.file, inc.lines, [m.text for m in inc.members], inc.rank)
+        labels.append(lh and rh)
+        blame.append(h is not None and not lh and _bare(h.text) in downstream)
     i = d.initiating
-    where = f"{os.path.relpath(i.file, case)}:{i.line}" if i is not None else None
-    rank = i.rank if i is not None else d.suspect_rank
-    t_text = _bare(init.get("text") or "")
-    line_hit = where is not None and (where == t_where or (
-        bool(t_text) and (_bare(i.text) == t_text or (t_where is None and t_text in i.text))))
-    rank_hit = rank is not None and t_rank is not None and rank == t_rank
-    right = (d.verdict == "healthy") if healthy else (line_hit or rank_hit)
-    downstream = {_bare(x.get("text") or "") for x in truth.get("downstream") or []
-                  if isinstance(x, dict)}
-    downstream |= {_bare(x) for x in truth.get("downstream_signatures") or [] if isinstance(x, str)}
-    blamed = i is not None and not line_hit and (
-        _bare(i.text) in downstream or any(x and x in i.text for x in downstream))
-    return CaseResult(case.name, healthy, t_rank, t_where, d.verdict, rank, where,
+    inc = d.initiating_incident
+    rank = inc.rank if inc is not None else d.suspect_rank
+    if i is not None and inc is not None:
+        line_hit, rank_hit = hits(i.file, inc.lines, [m.text for m in inc.members], rank)
+    else:
+        line_hit, rank_hit = (t_where is None and d.suspect_rank is not None), (
+            t_rank is not None and d.suspect_rank == t_rank)
+    if expected == "failure":
+        right = d.verdict in FAILED_VERDICTS and line_hit and rank_hit
+    else:
+        right = d.verdict == expected
+    blamed = i is not None and not line_hit and _bare(i.text) in downstream
+    g = grep_first(case)
+    grep_ok = False
+    if g is not None and expected == "failure":
+        gl = (t_where is None) or f"{g[0]}:{g[1]}" == t_where or (bool(t_text) and _bare(g[2]) == t_text)
+        grep_ok = gl and (t_rank is None or g[3] == t_rank)
+    return CaseResult(case.name, expected == "no-failure-found", t_rank, t_where, d.verdict, rank,
+                      f"{rel(i.file)}:{i.line}" if i is not None else None,
                       i.signature if i else None, float(d.confidence), line_hit, rank_hit, right,
-                      score=float(d.score), failure_class=_failure_class(truth),
-                      downstream_blamed=blamed, launcher_rank=launcher_root_cause_rank(case))
+                      score=float(d.score), downstream_blamed=blamed,
+                      launcher_rank=launcher_root_cause_rank(case), grep_right=grep_ok,
+                      X=X, labels=np.array(labels, bool), blame=np.array(blame, bool), **base)
+
+
+def _failure_class(truth: dict[str, Any]) -> str:
+    if truth.get("healthy"):
+        return "healthy"
+    return str(truth.get("fault") or truth.get("failure_class") or "other")[:40]
 
 
 def evaluate(roots: Iterable[str | os.PathLike[str]], scanner: Any = None) -> EvalReport:
-    """Evaluate every case under ``roots``."""
+    """Evaluate every case under ``roots`` with the shipped model."""
     from .scanner import Scanner
 
     scanner = scanner or Scanner()
     return EvalReport([evaluate_case(c, scanner) for c in case_dirs(roots)])
+
+
+# ---------------------------------------------------------------- refitting
+
+def _outcome(r: CaseResult, w: np.ndarray) -> tuple[bool, bool, bool, float, int | None]:
+    """(right, blamed, called healthy, top probability, top index) of a case
+    re-ranked with weights ``w`` (the verdict logic around the model is fixed)."""
+    if r.X is None or not len(r.X):
+        return r.right, r.downstream_blamed, r.called_healthy, 0.0, None
+    from .ranker import probabilities
+
+    s = r.X @ w
+    top = int(np.argmax(s))
+    p = float(probabilities(s)[top])
+    if r.expected != "failure":
+        return False, False, False, p, top
+    return bool(r.labels[top]), bool(r.blame[top]), False, p, top
+
+
+def _folds(groups: Sequence[str], k: int) -> dict[str, int]:
+    uniq = sorted(set(groups), key=lambda g: hashlib.sha1(g.encode()).hexdigest())
+    return {g: i % k for i, g in enumerate(uniq)}
+
+
+def cross_validate(results: Sequence[CaseResult], k: int = 5, **fit_kw: Any
+                   ) -> tuple[dict[str, tuple[bool, bool, bool]], dict[str, float]]:
+    """Out-of-fold outcome and top probability per case, folds grouped by
+    :attr:`CaseResult.group`."""
+    from .ranker import fit
+
+    fold = _folds([r.group for r in results], k)
+    outcome: dict[str, tuple[bool, bool, bool]] = {}
+    prob: dict[str, float] = {}
+    for f in range(k):
+        train = [(r.X, r.labels) for r in results if fold[r.group] != f and r.X is not None
+                 and r.expected == "failure"]
+        w = fit(train, **fit_kw)
+        for r in results:
+            if fold[r.group] == f:
+                right, blamed, healthy, p, _ = _outcome(r, w)
+                outcome[r.case] = (right, blamed, healthy)
+                prob[r.case] = p
+    return outcome, prob
+
+
+def refit(report: EvalReport, k: int = 5) -> dict[str, Any]:
+    """The model fitted on the dev partition, calibrated and thresholded out of fold."""
+    from .ranker import FEATURE_NAMES, Model, fit, isotonic_calibration, threshold_for_precision
+
+    dev = report.subset("dev")
+    w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])
+    outcome, prob = cross_validate(dev, k)
+    pts = [(prob[r.case], outcome[r.case][0]) for r in dev
+           if r.expected == "failure" and r.X is not None and len(r.X)]
+    model = Model(w, threshold_for_precision(pts, 0.95), isotonic_calibration(pts), {
+        "fitted_on": "dev partition", "cases": len(dev),
+        "groups": len({r.group for r in dev}), "folds": k,
+        "features": len(FEATURE_NAMES)})
+    return model.to_json()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m denpex_fast.evaluate [--fit] CORPUS...``"""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Evaluate the diagnosis on labelled corpora.")
+    ap.add_argument("roots", nargs="+", help="corpus directories (cases with truth.json)")
+    ap.add_argument("--fit", action="store_true",
+                    help="refit denpex_fast/ranking_model.json on the dev partition")
+    ap.add_argument("--show-blind", action="store_true",
+                    help="print blind cases one by one too (default: only their totals)")
+    a = ap.parse_args(argv)
+    rep = evaluate(a.roots)
+    for r in rep.results:
+        if r.partition == "blind" and not a.show_blind:
+            continue
+        print(f"{'ok' if r.right else 'XX'} {r.case[:52]:52} {r.verdict:16} rank={r.rank} "
+              f"{r.signature} {r.where} (truth rank={r.truth_rank} {r.truth_where}) p={r.score:.2f}")
+    for part in ("dev", "blind"):
+        print(part, json.dumps(rep.summary(part)))
+    if a.fit:
+        doc = refit(rep)
+        out = Path(__file__).with_name("ranking_model.json")
+        out.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"wrote {out}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -33,7 +33,7 @@ REPORTS = {
                any_value(fix_id) AS fix_id,
                min(job) AS example_job
         FROM diagnosis
-        WHERE verdict = 'initiating' AND initiating_signature IS NOT NULL
+        WHERE verdict IN ('failure', 'suspect') AND initiating_signature IS NOT NULL
         GROUP BY 1 ORDER BY jobs DESC, cause""",
     # hosts where failures began
     "by-host": """
@@ -43,7 +43,7 @@ REPORTS = {
                string_agg(DISTINCT initiating_signature, ', '
                           ORDER BY initiating_signature) AS causes
         FROM diagnosis
-        WHERE verdict = 'initiating'
+        WHERE verdict IN ('failure', 'suspect')
         GROUP BY 1 ORDER BY jobs DESC, host""",
     # initiating causes per ISO week (failure time, else the logs' mtime)
     "trend": """
@@ -53,7 +53,7 @@ REPORTS = {
         FROM (SELECT coalesce(initiating_ts, last_modified, scanned_at) AS t,
                      initiating_signature
               FROM diagnosis
-              WHERE verdict = 'initiating' AND initiating_signature IS NOT NULL)
+              WHERE verdict IN ('failure', 'suspect') AND initiating_signature IS NOT NULL)
         GROUP BY 1, 2 ORDER BY 1, jobs DESC, cause""",
 }
 

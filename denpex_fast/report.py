@@ -40,7 +40,8 @@ def to_markdown(d: Diagnosis) -> str:
     lines = ["# denpex diagnosis", ""]
     i = d.initiating
     if i is not None:
-        lines += [f"**Initiating event:** `{i.signature}` on rank {i.rank if i.rank is not None else '?'}"
+        lines += [f"**Verdict:** {d.verdict}", "",
+                  f"**Initiating event:** `{i.signature}` on rank {i.rank if i.rank is not None else '?'}"
                   f" (host {i.host or '?'}) at `{i.where()}` — confidence {d.confidence:.2f}", "",
                   "```", i.text, "```", ""]
     elif d.suspect_rank is not None:
@@ -93,7 +94,7 @@ def render_text(d: Diagnosis, console: Any) -> None:
                     f"{i.where()}" + (f"  {i.ts.isoformat()}" if i.ts else ""))
         head.append(f"\n{i.text}\n", style="yellow")
         head.append(f"confidence {d.confidence:.2f}", style="bold")
-        console.print(Panel(head, title="initiating event", expand=True))
+        console.print(Panel(head, title=f"{d.verdict}: initiating event", expand=True))
     elif d.suspect_rank is not None:
         console.print(Panel(f"rank {d.suspect_rank} is the suspect: it printed no failure of its "
                             f"own (confidence {d.confidence:.2f})", title="suspect"))

@@ -120,6 +120,8 @@ MARKS: Mapping[str, str] = MappingProxyType({
     "agent-teardown": "the launcher's agent stopped this rank because another one failed",
     "scheduler-teardown": "the scheduler or orchestrator stopped the job (cancel, time limit)",
     "completion": "the job or its training loop finished normally",
+    "record": "a line of a launcher's record of a failed process (its rank, pid, host or exit "
+              "code): it joins the incident next to it and lends it its rank",
 })
 ENTRY_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 FILE_KEYS = ("schema", "family", "signature")
