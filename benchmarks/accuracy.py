@@ -1,63 +1,80 @@
-"""Accuracy of the diagnosis on the labelled corpora, per failure class, side
-by side with torchrun's own answer ("Root Cause (first observed failure)").
+"""Accuracy of the diagnosis on the labelled corpora: in-sample, grouped
+cross-validation and the frozen blind partition, side by side, with the
+anchors a user already has (the first line of a plain error grep, torchrun's
+own "Root Cause (first observed failure)").
 
-    python benchmarks/accuracy.py [CORPUS...]     # default: tests/corpus/cases tests/corpus/public
+    python benchmarks/accuracy.py [CORPUS...]   # default: tests/corpus/cases tests/corpus/public
 
-Columns: cases; top-1 line (the named line is the truth's first causal line);
-top-1 rank; abstentions; downstream-blamed (a consequence was named as the
-cause); and for torchrun: cases where its summary exists and where it names
-the wrong rank.
+A failed case counts as right only when the named line (any line of the
+named incident) **and** the named rank are the truth's.  Columns:
+
+* in-sample: the model fitted on the whole dev partition, scored on it;
+* grouped CV: each dev case scored by a model fitted without its group
+  (source thread or generator fault), 5 folds;
+* blind: the dev-fitted model on the blind partition (public cases gathered
+  after the partition was frozen; nothing was fitted or written against them).
+
+Then a reliability table: confidence shown vs accuracy observed, per bucket.
 """
 
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
 from pathlib import Path
 
-from denpex_fast.evaluate import evaluate
+import numpy as np
+
+from denpex_fast.evaluate import _outcome, cross_validate, evaluate
+from denpex_fast.ranker import fit, load_model
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fmt(x: object) -> str:
+    if isinstance(x, float):
+        return "-" if x != x else f"{100 * x:.0f}%"
+    return str(x)
 
 
 def main(argv: list[str]) -> int:
     roots = argv or [str(ROOT / "tests/corpus/cases"), str(ROOT / "tests/corpus/public")]
     rep = evaluate(roots)
-    groups: dict[str, list] = defaultdict(list)
-    for r in rep.results:
-        groups[r.failure_class].append(r)
-    head = (f"{'failure class':40} {'n':>3} {'line':>5} {'rank':>5} {'abst':>5} {'blamed':>6} "
-            f"{'tr.sum':>6} {'tr.wrong':>8}")
-    print(head)
-    print("-" * len(head))
-    tot = defaultdict(int)
-    for cls in sorted(groups):
-        rs = groups[cls]
-        failed = [r for r in rs if not r.healthy]
-        line = sum(r.line_hit for r in failed)
-        rank = sum(r.rank_hit for r in failed if r.truth_rank is not None)
-        ranked = sum(1 for r in failed if r.truth_rank is not None)
-        abst = sum(r.verdict != "initiating" for r in failed)
-        blamed = sum(r.downstream_blamed for r in failed)
-        tr = [r for r in failed if r.launcher_rank is not None]
-        tr_wrong = sum(1 for r in tr if r.truth_rank is not None and r.launcher_rank != r.truth_rank)
-        for k, v in (("n", len(rs)), ("failed", len(failed)), ("line", line), ("rank", rank),
-                     ("ranked", ranked), ("abst", abst), ("blamed", blamed), ("tr", len(tr)),
-                     ("tr_wrong", tr_wrong),
-                     ("tr_ranked", sum(1 for r in tr if r.truth_rank is not None))):
-            tot[k] += v
-        print(f"{cls:40} {len(rs):3d} {line:5d} {f'{rank}/{ranked}':>5} {abst:5d} {blamed:6d} "
-              f"{len(tr):6d} {tr_wrong:8d}")
-    print("-" * len(head))
-    print(f"{'all':40} {tot['n']:3d} {tot['line']:5d} {tot['rank']:>2}/{tot['ranked']:<2} {tot['abst']:5d} "
-          f"{tot['blamed']:6d} {tot['tr']:6d} {tot['tr_wrong']:8d}")
-    s = rep.summary()
-    print(f"\nfailed cases {tot['failed']}: top-1 line {tot['line']}/{tot['failed']}, top-1 rank "
-          f"{tot['rank']}/{tot['ranked']}, abstained {tot['abst']}, downstream blamed {tot['blamed']}; "
-          f"precision when naming {s['precision_when_named']}; healthy runs quiet {s['healthy_quiet']}")
-    if tot["tr_ranked"]:
-        print(f"torchrun's Root Cause summary: present in {tot['tr']} failed cases, names the wrong "
-              f"rank in {tot['tr_wrong']} of {tot['tr_ranked']} with a known rank")
+    dev = rep.subset("dev")
+    w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])
+    insample = {r.case: _outcome(r, w)[:3] for r in rep.results}
+    cv, cv_prob = cross_validate(dev)
+    cols = [("in-sample", rep.summary("dev", insample)), ("grouped CV", rep.summary("dev", cv)),
+            ("blind", rep.summary("blind", insample)), ("blind, as shipped", rep.summary("blind"))]
+    rows = [("cases (failed / healthy / stopped)", lambda s: f"{s['failed_cases']}/{s['healthy_cases']}/{s['stopped_cases']}"),
+            ("top-1 line and rank", lambda s: f"{_fmt(s['top1'])} ({s['top1_n']})"),
+            ("victims blamed", lambda s: s["victims_blamed"]),
+            ("failed jobs called healthy", lambda s: s["called_healthy"]),
+            ("healthy controls quiet", lambda s: _fmt(s["healthy_quiet"])),
+            ("stopped logs called stopped", lambda s: _fmt(s["stopped_right"])),
+            ("first line of grep -i error|exception|timeout|failed", lambda s: _fmt(s["grep_first_top1"])),
+            ("crashes", lambda s: s["errors"])]
+    print(f"{'':54}" + "".join(f"{n:>19}" for n, _ in cols))
+    for label, fn in rows:
+        print(f"{label:54}" + "".join(f"{_fmt(fn(s)):>19}" for _, s in cols))
+    for part in ("dev", "blind"):
+        tr = [r for r in rep.subset(part) if r.expected == "failure" and r.launcher_rank is not None
+              and r.truth_rank is not None]
+        if tr:
+            ok = sum(r.launcher_rank == r.truth_rank for r in tr)
+            print(f"torchrun's Root Cause summary ({part}): names the right rank in {ok} of {len(tr)} "
+                  f"failed cases where it exists and the truth knows the rank")
+    print("\nreliability (named failed cases): confidence shown vs accuracy observed")
+    model = load_model()
+    conf = {r.case: model.confidence(p) for r, p in ((r, cv_prob.get(r.case, 0.0)) for r in dev)}
+    for title, part, c, o in (("grouped CV (dev)", "dev", conf, cv), ("blind, as shipped", "blind", None, None)):
+        print(f"  {title}")
+        for b in rep.reliability(part, conf=c, outcome=o):
+            if b["cases"]:
+                print(f"    {b['confidence']:>14}  n={b['cases']:3d}  predicted {b['predicted']:.2f}  "
+                      f"observed {b['observed']:.2f}")
+    weights = dict(zip(__import__("denpex_fast.ranker", fromlist=["FEATURE_NAMES"]).FEATURE_NAMES,
+                       np.round(w, 2)))
+    print("\nweights fitted on dev:", ", ".join(f"{k}={v:g}" for k, v in weights.items()))
     return 0
 
 

@@ -319,14 +319,16 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int]) -> tuple[i
         if enq is not None:
             enqueued[e.rank] = max(enqueued.get(e.rank, -1), enq)
     if not by_seq:
-        # no SeqNum: any communication timeout that several ranks report
+        # no SeqNum: the ranks that report a communication (or rendezvous)
+        # timeout were waiting; the one known rank that reports none is the suspect
         by_sig: dict[str, set[int]] = defaultdict(set)
         for e in events:
-            if e.role == "symptom" and e.phase == "communication" and e.rank is not None:
-                by_sig[e.signature].add(e.rank)
+            if e.role == "symptom" and e.phase in ("communication", "rendezvous") and e.rank is not None:
+                by_sig[e.phase].add(e.rank)
         if not by_sig:
             return None, []
         sig, waiting = max(by_sig.items(), key=lambda kv: len(kv[1]))
+        sig = f"a {sig} timeout"
         silent = sorted(known_ranks - waiting)
         if len(waiting) >= 2 and len(silent) == 1:
             return silent[0], [f"{len(waiting)} ranks report {sig}; rank {silent[0]} does not: "
@@ -432,7 +434,8 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     live = [e for e in events if e.index not in hidden]
     _global_ranks(live)
     cands = assemble(live, kb, exit_code=_failed_exit)
-    cands += _virtual_suspects(live, known_ranks, progress, cands)
+    specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
+    cands += _virtual_suspects(live, specific, known_ranks, progress)
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
     completed = any("completion" in marks(kb, e.signature) for e in events)
@@ -556,12 +559,12 @@ def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.nda
     return out
 
 
-def _virtual_suspects(live: Sequence[Event], known_ranks: set[int],
-                      progress: dict[int, int] | None, cands: Sequence[Incident]) -> list[Incident]:
+def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ranks: set[int],
+                      progress: dict[int, int] | None) -> list[Incident]:
     """Ranks suspected from absence: the one the others waited for, the one
     whose progress stopped first.  Named by their last line, when they have one."""
     out = []
-    for kind, (rank, why) in (("silent_suspect", _watchdog_suspect(live, known_ranks)),
+    for kind, (rank, why) in (("silent_suspect", _watchdog_suspect(specific, known_ranks)),
                               ("laggard", _progress_suspect(live, progress))):
         if rank is None or any(c.extra.get("virtual") and c.rank == rank for c in out):
             continue

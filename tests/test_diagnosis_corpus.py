@@ -1,16 +1,23 @@
 """The diagnosis on the labelled corpora: real jobs with known answers.
 
-Figures are asserted as floors, so a change that makes the diagnosis worse on
-real logs fails here; the full per-case table prints with ``-s``.
+Scored strictly: a failed case is right only when the named incident holds
+the truth's line **and** the named rank is the truth's.  Figures are
+asserted as floors on the dev partition, in-sample and by grouped
+cross-validation; blind cases (``tests/corpus/partition.json``) are scored
+but never printed one by one, so nothing is tuned on them.  The per-case
+table of dev cases prints with ``-s``.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from denpex_fast.evaluate import case_dirs, evaluate
+from denpex_fast.evaluate import EvalReport, cross_validate, evaluate
+from denpex_fast.ranker import FEATURE_NAMES, load_model
 from denpex_fast.scanner import Scanner
 
 HERE = Path(__file__).parent
@@ -19,52 +26,68 @@ PUBLIC = HERE / "corpus" / "public"
 
 
 @pytest.fixture(scope="module")
-def scanner() -> Scanner:
-    return Scanner()
-
-
-def _show(rep) -> None:  # type: ignore[no-untyped-def]
-    for r in rep.results:
-        print(f"{r.case[:48]:48} {'ok ' if r.right else 'XX '} {r.verdict:10} rank={r.rank} "
+def report() -> EvalReport:
+    rep = evaluate([GENERATED, PUBLIC], Scanner())
+    for r in rep.subset("dev"):
+        print(f"{r.case[:48]:48} {'ok ' if r.right else 'XX '} {r.verdict:16} rank={r.rank} "
               f"{r.signature} {r.where} (truth rank={r.truth_rank} {r.truth_where}) c={r.confidence:.2f}")
-    print(rep.summary(), rep.calibration())
+    print({p: rep.summary(p) for p in ("dev", "blind")})
+    return rep
 
 
-def test_generated_jobs(scanner: Scanner) -> None:
-    rep = evaluate([GENERATED], scanner)
-    _show(rep)
-    s = rep.summary()
-    assert s["cases"] == len(case_dirs([GENERATED])) >= 20
-    assert s["healthy_quiet"] == 1.0            # healthy controls: no verdict
-    assert s["rank_accuracy"] >= 0.8
-    assert s["precision_when_named"] >= 0.85
-    assert not [r for r in rep.results if r.error]
+def test_no_case_crashes(report: EvalReport) -> None:
+    assert not [r.case for r in report.results if r.error]
 
 
-def test_public_thread_logs(scanner: Scanner) -> None:
-    rep = evaluate([PUBLIC], scanner)
-    _show(rep)
-    s = rep.summary()
-    assert s["cases"] >= 25
-    assert s["line_accuracy"] >= 0.6
-    assert s["precision_when_named"] >= 0.85
-    assert not [r for r in rep.results if r.error]
+def test_generated_jobs(report: EvalReport) -> None:
+    gen = [r for r in report.results if (GENERATED / r.case).is_dir()]
+    assert len(gen) >= 24
+    healthy = [r for r in gen if r.expected == "no-failure-found"]
+    assert healthy and all(r.verdict == "no-failure-found" for r in healthy)
+    failed = [r for r in gen if r.expected == "failure"]
+    assert sum(r.right for r in failed) / len(failed) >= 0.85
+    assert not [r.case for r in failed if r.called_healthy]
 
 
-def test_confidence_is_calibrated(scanner: Scanner) -> None:
-    """The shipped calibration matches the accuracy measured now, per score
-    bucket, and a higher score never means a lower confidence."""
-    import json
+def test_dev_partition_in_sample_and_cross_validated(report: EvalReport) -> None:
+    s = report.summary("dev")
+    assert s["top1"] >= 0.75 and s["victims_blamed"] <= 3
+    assert s["healthy_quiet"] == 1.0
+    outcome, _ = cross_validate(report.subset("dev"))
+    cv = report.summary("dev", outcome)
+    assert cv["top1"] >= 0.7
+    # far ahead of the first line of a plain error grep
+    assert s["top1"] - s["grep_first_top1"] >= 0.3
 
-    from denpex_fast.evaluate import fit_calibration
 
-    rep = evaluate([GENERATED, PUBLIC], scanner)
-    fresh = fit_calibration(rep)
-    shipped = json.loads((Path(__import__("denpex_fast").__file__).parent / "calibration.json").read_text())
-    assert [b["lo"] for b in shipped] == [b["lo"] for b in fresh]
-    for s, f in zip(shipped, fresh):
-        assert abs(s["accuracy"] - f["accuracy"]) <= 0.1, (s, f)
-    acc = [b["accuracy"] for b in shipped]
-    assert acc == sorted(acc)
-    named = [r for r in rep.results if r.verdict == "initiating" and not r.healthy]
-    assert sum(r.right for r in named) / len(named) >= 0.85
+def test_blind_partition_is_scored_not_fitted(report: EvalReport) -> None:
+    blind = report.subset("blind")
+    if not blind:
+        pytest.skip("no blind cases in this checkout")
+    s = report.summary("blind")
+    assert s["errors"] == 0
+    assert s["top1"] >= s["grep_first_top1"]
+    meta = load_model().meta
+    assert meta.get("fitted_on") == "dev partition"
+
+
+def test_shipped_model_matches_a_refit_on_dev(report: EvalReport) -> None:
+    """The shipped weights are what ``evaluate --fit`` gives on the dev
+    partition today (a knowledge-base or feature change refits them)."""
+    from denpex_fast.ranker import fit
+
+    dev = report.subset("dev")
+    w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])
+    shipped = json.loads((Path(__import__("denpex_fast").__file__).parent
+                          / "ranking_model.json").read_text())
+    assert shipped["features"] == list(FEATURE_NAMES)
+    assert np.allclose(w, shipped["weights"], atol=0.05), dict(zip(FEATURE_NAMES, np.round(w, 3)))
+
+
+def test_confidence_is_calibrated_and_monotone() -> None:
+    m = load_model()
+    acc = [b["accuracy"] for b in m.calibration]
+    assert acc == sorted(acc) and m.calibration
+    for b in m.calibration:
+        assert 0.0 <= b["accuracy"] <= 1.0
+    assert 0.0 < m.threshold <= 1.0
