@@ -25,6 +25,8 @@ TOP_KEYS = {
 }
 INITIATING_KEYS = {"rank", "host", "file", "line", "text", "signature_hint"}
 DOWNSTREAM_KEYS = {"rank", "file", "line", "text"}
+# Optional (the launcher x fault matrix, cases 025 on): what a diagnosis should conclude.
+VERDICTS = {"failure", "suspect", "stopped", "no-failure-found"}
 
 
 def _lines(path: Path) -> list[str]:
@@ -75,10 +77,21 @@ def test_truth_is_valid(case_dir: Path):
     assert all(isinstance(v, (int, float)) for v in t["clock_offsets_s"].values())
     for key in ("root_cause", "fix", "notes"):
         assert isinstance(t[key], str) and t[key]
+    verdict = t.get("expected_verdict")
+    assert verdict is None or verdict in VERDICTS, verdict
+    if int(t["case"][:3]) >= 25:
+        assert verdict is not None, "cases from 025 on carry expected_verdict"
     if t["healthy"]:
         assert t["initiating"] is None
         assert t["downstream"] == []
+        assert verdict in (None, "no-failure-found")
+    elif verdict == "stopped":
+        # A healthy run whose logs end mid-run: no initiating line, the last line before the cut.
+        assert t["initiating"] is None
+        assert t["downstream"] == []
+        assert {"file", "line", "text"} <= t["last_line"].keys()
     else:
+        assert verdict in (None, "failure", "suspect")
         ini = t["initiating"]
         assert isinstance(ini, dict) and INITIATING_KEYS <= ini.keys()
         assert ini["rank"] is None or isinstance(ini["rank"], int)
@@ -94,6 +107,10 @@ def test_truth_is_valid(case_dir: Path):
 def test_named_lines_exist(case_dir: Path):
     t = _load(case_dir)
     refs = ([t["initiating"]] if t["initiating"] else []) + t["downstream"]
+    if t.get("last_line"):
+        refs.append(t["last_line"])
+        last = t["last_line"]
+        assert last["line"] == len(_lines(case_dir / last["file"])), "last_line is not the file's last line"
     for ref in refs:
         _check_line(case_dir, ref)
 

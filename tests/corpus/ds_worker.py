@@ -10,6 +10,9 @@ Faults (``--fault NAME --fault-rank R``), each real:
                     config check raises on that rank during deepspeed.initialize.
   shape_mismatch_forward  the fault rank's step-5 batch gains a column (matmul error)
                     while its peers wait in ZeRO-2's gradient reduction.
+  sigkill, exit, rlimit_as_alloc, hang, slow, never_join
+                    as in worker.py (the same functions), for runs under the
+                    ``deepspeed`` launcher (which passes ``--local_rank=N``).
 """
 
 from __future__ import annotations
@@ -35,8 +38,12 @@ from worker import (  # noqa: E402
     HEARTBEAT_EVERY,
     IN_FEATURES,
     SyntheticRegression,
+    before_join,
     build_model,
+    env_from_launcher,
+    log_start,
     setup_logging,
+    step_fault,
 )
 
 
@@ -49,7 +56,11 @@ def main(argv=None) -> None:
     p.add_argument("--fault-step", type=int, default=5)
     p.add_argument("--pg-timeout-s", type=float, default=20.0)
     p.add_argument("--zero-stage", type=int, default=2)
+    p.add_argument("--exit-code", type=int, default=3)
+    p.add_argument("--slow-s", type=float, default=60.0)
+    p.add_argument("--log-start", action="store_true")
     args, _ = p.parse_known_args(argv)
+    launcher = env_from_launcher()
 
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
@@ -62,6 +73,9 @@ def main(argv=None) -> None:
     for handler in deepspeed.utils.logger.handlers:
         handler.setLevel(logging.INFO)
     torch.manual_seed(0)
+    if args.log_start:
+        log_start(log, launcher)
+    before_join(fault)
     deepspeed.init_distributed(dist_backend="gloo", timeout=timedelta(seconds=args.pg_timeout_s))
     log.info(
         "rendezvous complete: init_process_group backend=gloo rank=%d local_rank=%s world_size=%d "
@@ -89,6 +103,8 @@ def main(argv=None) -> None:
     log.info("data ready samples=%d per_rank_batches=%d workers=0", len(ds), len(loader))
     t0 = time.time()
     for step, (x, y) in enumerate(loader, start=1):
+        if step == args.fault_step:
+            step_fault(fault, args, log, step)
         if fault == "shape_mismatch_forward" and step == args.fault_step:
             x = torch.cat([x, torch.ones(x.shape[0], 1)], dim=1)
         loss = nn.functional.mse_loss(engine(x), y)

@@ -53,8 +53,11 @@ PG_TIMEOUT_S = 20  # gloo collective timeout given to init_process_group
 class Find:
     """Where to look for a line: ``where`` is "rank" (the per-rank stderr.log of the
     faulted rank), "last-progress" (that file's last step line), or "console" (the
-    captured torchrun console of ``node``). ``pattern`` may use {rank}, {local_rank}
-    and {pid} of the faulted rank."""
+    captured torchrun console of ``node``), or "last-own" (the faulted rank's last
+    own log line, ``rank=R train: ...``, before the first line matching ``pattern``
+    if one is given: the line it printed before it stalled or fell behind).
+    ``pattern`` may use {rank}, {local_rank}, {pid} and {code} (the exit code) of the
+    faulted rank."""
 
     where: str
     pattern: str = ""
@@ -81,11 +84,20 @@ class Case:
     fix: str = ""
     notes: str = ""
     timeout_s: float = 90.0
-    requires: str = ""  # "unshare" (private mount namespace) or "deepspeed"
+    requires: str = ""  # "unshare" (private mount namespace), "deepspeed" or "mpirun"
     script: str = "worker.py"
+    # Launcher x fault matrix (cases 025 on):
+    launcher: str = "torchrun"  # "torchrun", "deepspeed" (the deepspeed CLI) or "mpirun" (Open MPI)
+    verdict: str = ""  # truth's expected_verdict; "" leaves the key out (cases 001-024)
+    log_start: bool = False  # workers log a "worker starting" line before joining
+    exit_code: int = 3  # for fault "exit"
+    cut_at_step: int = 0  # healthy run whose logs are cut before the first line of this step
+    family_name: str = ""
 
     @property
     def family(self) -> str:
+        if self.family_name:
+            return self.family_name
         if self.script == "ds_worker.py":
             return "deepspeed-zero2"
         if self.nnodes == 2:
@@ -404,6 +416,152 @@ CASES += [
     ),
 ]
 
+# ---------------------------------------------------------------------------
+# Launcher x fault matrix (025 on): every launcher that runs here, every fault
+# kind, a different target rank for each fault on each launcher
+# ---------------------------------------------------------------------------
+
+LAUNCHERS = {
+    # key: (case-name prefix, family, description, Case keyword arguments)
+    "tr1n": ("tr1n", "torchrun-single-node", "torchrun, 1 node x 4 ranks",
+             {"launcher": "torchrun", "nnodes": 1}),
+    "tr2n": ("tr2n", "torchrun-multi-node", "torchrun, 2 nodes (two agents, c10d rendezvous) x 2 ranks",
+             {"launcher": "torchrun", "nnodes": 2}),
+    "dsl": ("dsl", "deepspeed-launcher", "deepspeed launcher, 1 node x 4 ranks, ZeRO-2 on the CPU accelerator",
+            {"launcher": "deepspeed", "script": "ds_worker.py", "ckpt_every": 0, "requires": "deepspeed",
+             "timeout_s": 240}),
+    "mpi": ("mpi", "mpirun", "Open MPI mpirun, 1 node x 4 ranks, gloo via env:// from OMPI_COMM_WORLD_*",
+            {"launcher": "mpirun", "requires": "mpirun"}),
+}
+MATRIX_FAULTS = ("sigkill", "sys-exit", "oom-alloc", "hang", "slow-rank", "never-joins")
+EXIT_CODES = {"tr1n": 2, "tr2n": 7, "dsl": 5, "mpi": 4}
+
+
+def matrix_rank(launcher: str, fault: str) -> int:
+    """A Latin square: each fault hits a different rank on each launcher."""
+    return (MATRIX_FAULTS.index(fault) + list(LAUNCHERS).index(launcher) + 3) % 4
+
+
+def _node_of(launcher: str, rank: int) -> str:
+    return f" (node{rank // 2})" if launcher == "tr2n" else ""
+
+
+def _matrix_case(lk: str, fault: str) -> Case:
+    prefix, family, desc, kw = LAUNCHERS[lk]
+    r = matrix_rank(lk, fault)
+    on = f"rank {r}{_node_of(lk, r)}"
+    node = (r // 2) if lk == "tr2n" else 0
+    code = EXIT_CODES[lk]
+    base: dict[str, Any] = dict(kw, family_name=family, log_start=True, fault_rank=r)
+    skew = " node1's worker log timestamps are shifted by +3.5 s." if lk == "tr2n" else ""
+    if fault == "sigkill":
+        if lk in ("tr1n", "tr2n"):
+            find = (Find("console", r"failed \(exitcode: -9\) local_rank: {local_rank} \(pid: {pid}\)", node=node),
+                    Find("console", r"Signal 9 \(SIGKILL\) received by PID {pid}", node=node))
+            first = "the torchrun agent's"
+        elif lk == "dsl":
+            find = (Find("console", r"exits with return code = -9"),)
+            first = "the deepspeed launcher's"
+        else:
+            find = (Find("console", r"mpirun noticed that process rank {rank} with PID \d+ on node \S+ exited on signal 9"),)
+            first = "mpirun's"
+        return Case(
+            f"{prefix}-sigkill", f"{desc}; {on} is killed by SIGKILL at step 5", fault="sigkill", find=find,
+            signature_hint="worker killed by signal 9 (SIGKILL), exit code -9 / signal 9 (Killed)",
+            root_cause=f"Rank {r} was killed by SIGKILL (no Python traceback can be printed); its peers lost the gloo connection.",
+            fix="Find who sent SIGKILL (kernel OOM killer in dmesg, the scheduler, a watchdog) and address it.",
+            notes=f"The worker cannot log its own SIGKILL; the first line recording it is {first}." + skew
+            + (" DeepSpeed's launcher prints the command line of the last rank it spawned (--local_rank=3) in its "
+               "'exits with return code' line, whichever rank failed." if lk == "dsl" else ""),
+            verdict="failure", **base)
+    if fault == "sys-exit":
+        if lk in ("tr1n", "tr2n"):
+            find = (Find("console", r"failed \(exitcode: {code}\) local_rank: {local_rank} \(pid: {pid}\)", node=node),
+                    Find("console", r"exitcode\s*: {code} \(pid: {pid}\)", node=node))
+            first = "the torchrun agent's"
+        elif lk == "dsl":
+            find = (Find("console", r"exits with return code = {code}$"),)
+            first = "the deepspeed launcher's"
+        else:
+            find = (Find("console", r"Process name:\s+\[\[\d+,\d+\],{rank}\]"),)
+            first = "mpirun's (the 'Process name: [[job,1],rank]' line of its report; 'Exit code' follows)"
+        return Case(
+            f"{prefix}-sys-exit", f"{desc}; {on} calls sys.exit({code}) at step 5", fault="exit", exit_code=code,
+            extra_worker_args=("--exit-code", str(code)), find=find,
+            signature_hint=f"worker exited with code {code} (sys.exit, no traceback)",
+            root_cause=f"Rank {r} exited with status {code} (sys.exit({code})) in the middle of training; its peers lost the gloo connection.",
+            fix=f"Find the code path on rank {r} that calls sys.exit({code}) and make it raise or log the reason.",
+            notes=f"sys.exit prints nothing; the first line recording it is {first}." + skew
+            + (" DeepSpeed's launcher prints the command line of the last rank it spawned (--local_rank=3) in its "
+               "'exits with return code' line, whichever rank failed." if lk == "dsl" else ""),
+            verdict="failure", **base)
+    if fault == "oom-alloc":
+        return Case(
+            f"{prefix}-oom-alloc", f"{desc}; {on} runs under RLIMIT_AS (VmSize + 256 MiB) and allocates 4 GiB",
+            fault="rlimit_as_alloc", find=_exc(r"DefaultCPUAllocator: can't allocate memory"),
+            signature_hint="host memory allocation failure RuntimeError (DefaultCPUAllocator: can't allocate memory, Error code 12)",
+            root_cause=f"Rank {r}'s 4 GiB allocation exceeded its address-space limit (RLIMIT_AS), so the CPU allocator failed with ENOMEM.",
+            fix="Reduce the allocation (batch/activation size) or raise the memory limit for the job.",
+            notes=("The kernel OOM killer is not used (see the README); this is the allocation-failure side of memory exhaustion."
+                   + skew), verdict="failure", **base)
+    if fault == "hang":
+        return Case(
+            f"{prefix}-hang", f"{desc}; {on} stalls (sleeps, silently) inside step 5; peers' collective times out after 20 s",
+            fault="hang", find=(Find("last-own"),),
+            signature_hint="rank stopped making progress (no exception, no output on the hung rank); peers hit gloo 'Timed out waiting 20000ms'",
+            root_cause=f"Rank {r} stopped inside step 5 before its backward pass, so the other ranks' gradient collective "
+            "waited for it until the 20 s process-group timeout expired.",
+            fix=f"Find what rank {r} was blocked on (py-spy dump of the hung rank); the collective timeouts on the other ranks are consequences.",
+            notes=f"The hung rank prints nothing after its step=4 line; that last line is the initiating evidence. "
+            "The launcher later terminates it." + skew, verdict="suspect", **base)
+    if fault == "slow-rank":
+        return Case(
+            f"{prefix}-slow-rank",
+            f"{desc}; {on} computes for 60 s inside step 5, logging progress every ~2 s; peers' collective times out after 20 s",
+            fault="slow", find=(Find("last-own", r"still computing step="),),
+            signature_hint="straggler rank: still computing (progress lines) when the peers' 20 s collective timeout expired",
+            root_cause=f"Rank {r} spent far longer than the others in step 5 (real CPU work, still running and logging "
+            "'still computing' lines); the other ranks' gradient collective timed out waiting for it after 20 s.",
+            fix=f"Find why rank {r} is slow (uneven work, a slow host, CPU contention) or raise the collective timeout; "
+            "the timeouts on the other ranks are consequences.",
+            notes="Unlike a hang, the slow rank keeps printing progress until the launcher ends it; the initiating "
+            "line is its last own line before it fell behind (its step=4 line)." + skew, verdict="suspect", **base)
+    if fault == "never-joins":
+        return Case(
+            f"{prefix}-never-joins",
+            f"{desc}; {on} starts but never joins the process group (never calls init_process_group)",
+            fault="never_join", find=(Find("last-own"),),
+            signature_hint="rank never joined the process group / store rendezvous; the others time out in init_process_group",
+            root_cause=f"Rank {r} started (it logged 'worker starting') but never reached init_process_group, so the others "
+            "waited at the store rendezvous until the 20 s timeout expired.",
+            fix=f"Find what rank {r} was doing before joining (blocked on I/O, a lock, a slow import) ; the others' "
+            "rendezvous timeouts are consequences.",
+            notes="The missing rank's only line is its 'worker starting' line; it is the initiating evidence." + skew,
+            verdict="suspect", **base)
+    raise ValueError(fault)
+
+
+def _matrix_cases() -> list[Case]:
+    out: list[Case] = []
+    for lk, (prefix, family, desc, kw) in LAUNCHERS.items():
+        out.append(Case(
+            f"{prefix}-healthy", f"healthy control: {desc}", healthy=True, root_cause="none (healthy run)", fix="none",
+            notes=f"Control run for the {family} family of the launcher x fault matrix.",
+            verdict="no-failure-found", family_name=family, log_start=True, **kw))
+        out += [_matrix_case(lk, f) for f in MATRIX_FAULTS]
+    prefix, family, desc, kw = LAUNCHERS["tr1n"]
+    out.append(Case(
+        "tr1n-healthy-cut", f"healthy run ({desc}) whose logs are cut before step 7 of 12", fault="none",
+        cut_at_step=7, root_cause="none: the run was healthy; its logs end mid-run (cut before step 7, no error, no completion line)",
+        fix="none: look for why the logs stop (the job may still be running, or the log collection stopped)",
+        notes="Every kept file is truncated at the first line of step 7 of its rank (whole lines); the agent's "
+        "completion lines are gone. last_line is the console's last line.",
+        verdict="stopped", family_name=family, log_start=True, **kw))
+    return out
+
+
+CASES += _matrix_cases()
+
 CASE_BY_NAME = {c.name: c for c in CASES}
 
 
@@ -542,6 +700,8 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
     ]
     if case.ckpt_every:
         worker_args += ["--ckpt-dir", str(ckpt_dir), "--ckpt-every", str(case.ckpt_every)]
+    if case.log_start:
+        worker_args.append("--log-start")
     if case.fault in ("ckpt_write", "ckpt_efbig"):
         worker_args[worker_args.index("--fault-step") + 1] = str(case.ckpt_every)
 
@@ -554,7 +714,27 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
 
     port = free_port()
     agents: list[dict[str, Any]] = []
-    if case.nnodes == 1:
+    if case.launcher == "deepspeed":
+        # The deepspeed CLI on one host: it runs deepspeed.launcher.launch, which spawns the 4 ranks
+        # (each gets --local_rank=N) and writes each rank's stdout+stderr to logs/<time>_rankN.log.
+        agents.append({
+            "node": None, "cwd": case_dir, "env": {},
+            "cmd": [str(Path(sys.executable).with_name("deepspeed")), "--num_gpus", "4",
+                    "--master_addr", "127.0.0.1", "--master_port", str(port),
+                    "--enable_each_rank_log", "logs", str(HERE / case.script), *worker_args],
+        })
+    elif case.launcher == "mpirun":
+        # Open MPI on one host (fork, no ssh); the worker maps OMPI_COMM_WORLD_* to RANK/WORLD_SIZE
+        # and rendezvouses through env:// (rank 0 hosts the TCPStore on MASTER_PORT).
+        agents.append({
+            "node": None, "cwd": case_dir, "env": {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
+            "cmd": ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", "--tag-output",
+                    "--output-filename", "logs", "--mca", "oob_tcp_if_include", "lo",
+                    "-x", "MASTER_ADDR", "-x", "MASTER_PORT", "-x", "TZ", "-x", "PYTHONUNBUFFERED",
+                    "-x", "GLOO_SOCKET_IFNAME", "-x", "OMP_NUM_THREADS",
+                    sys.executable, str(HERE / case.script), *worker_args],
+        })
+    elif case.nnodes == 1:
         agents.append({
             "node": None, "cwd": case_dir, "env": {},
             "args": ["--nnodes", "1", "--nproc-per-node", "4", "--rdzv-backend", "c10d",
@@ -589,8 +769,9 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
     started = time.time()
     try:
         for i, agent in enumerate(agents):
-            cmd = [*torchrun_cmd(), *agent["args"], "--max-restarts", "0", "--log-dir", "logs",
-                   "--tee", "3", "--redirects", "3", str(HERE / case.script), *worker_args]
+            cmd = agent.get("cmd") or [
+                *torchrun_cmd(), *agent["args"], "--max-restarts", "0", "--log-dir", "logs",
+                "--tee", "3", "--redirects", "3", str(HERE / case.script), *worker_args]
             cmd = _wrap_mount(cmd, case, ckpt_dir)
             console = open(agent["cwd"] / "console.log", "wb")
             p = subprocess.Popen(cmd, cwd=agent["cwd"], env={**env, **agent["env"]}, stdout=console,
@@ -633,15 +814,24 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
 # ---------------------------------------------------------------------------
 
 INIT_RE = re.compile(r"rendezvous complete: .* rank=(\d+) local_rank=(\d+) .* pid=(\d+)")
+START_RE = re.compile(r"worker starting: rank=(\d+) local_rank=(\d+) .* pid=(\d+)")
 STEP_RE = re.compile(r"step=\d+ loss=")
-EXC_RE = re.compile(r"^(?:\[rank\d+\]: )?[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?::|$)")
+# mpirun --tag-output puts "[1,R]<stderr>:" before every line of rank R.
+TAG = r"(?:\[\d+,\d+\]<std(?:out|err)>:)?"
+EXC_RE = re.compile(r"^" + TAG + r"(?:\[rank\d+\]: )?[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?::|$)")
 CONSOLE_DOWNSTREAM = (
     re.compile(r"closing signal SIGTERM"),
     re.compile(r"failed \(exitcode: "),
     re.compile(r"\bChildFailedError:"),
     re.compile(r"^[\w.]*Rendezvous\w*Error\b"),
     re.compile(r"^[\w.]*DistNetworkError\b"),
+    re.compile(r"exits with return code = "),  # deepspeed launcher
+    re.compile(r"^Primary job +terminated normally, but"),  # mpirun
+    re.compile(r"^mpirun (?:detected|noticed) "),
 )
+# Per-rank log files: torchrun's stderr.log, mpirun --output-filename's .../rank.N/stderr,
+# the deepspeed launcher's --enable_each_rank_log <time>_rankN.log.
+RANK_FILE_GLOBS = ("stderr.log", "stderr", "*_rank[0-9]*.log")
 
 
 def read_lines(path: Path) -> list[str]:
@@ -661,11 +851,12 @@ class RankFile:
 
 def rank_files(case_dir: Path) -> dict[int, RankFile]:
     out: dict[int, RankFile] = {}
-    for path in sorted(case_dir.rglob("stderr.log")):
+    paths = sorted({p for g in RANK_FILE_GLOBS for p in case_dir.rglob(g) if p.is_file()})
+    for path in paths:
         rel = path.relative_to(case_dir)
         node = int(rel.parts[0][4:]) if rel.parts[0].startswith("node") else None
         for line in read_lines(path):
-            m = INIT_RE.search(line)
+            m = INIT_RE.search(line) or START_RE.search(line)
             if m:
                 rank, lrank, pid = (int(g) for g in m.groups())
                 host = f"node{node}" if node is not None else "corpus-host"
@@ -695,16 +886,25 @@ def locate(case: Case, case_dir: Path) -> tuple[dict[str, Any] | None, list[dict
     ranks = rank_files(case_dir)
     consoles = console_files(case_dir)
     target = ranks.get(case.fault_rank)
-    subs = {"rank": case.fault_rank}
+    subs = {"rank": case.fault_rank, "code": case.exit_code}
     if target:
         subs.update(local_rank=target.local_rank, pid=target.pid)
     initiating = None
     for f in case.find:
-        if f.where in ("rank", "last-progress"):
+        if f.where in ("rank", "last-progress", "last-own"):
             if target is None:
                 continue
             if f.where == "rank":
                 hit = _first(target.path, re.compile(f.pattern.format(**subs)))
+            elif f.where == "last-own":
+                own = re.compile(rf"\brank={target.rank} train: ")
+                stop = re.compile(f.pattern.format(**subs)) if f.pattern else None
+                hit = None
+                for i, ln in enumerate(read_lines(target.path), 1):
+                    if stop is not None and stop.search(ln):
+                        break
+                    if own.search(ln):
+                        hit = (i, ln)
             else:
                 hits = [(i, ln) for i, ln in enumerate(read_lines(target.path), 1) if STEP_RE.search(ln)]
                 hit = hits[-1] if hits else None
@@ -757,6 +957,28 @@ def locate(case: Case, case_dir: Path) -> tuple[dict[str, Any] | None, list[dict
 # ---------------------------------------------------------------------------
 
 
+def cut_logs(case_dir: Path, cut_step: int) -> dict[str, Any]:
+    """Truncate every file of a healthy run before its first line of step ``cut_step`` (whole
+    lines, bytes kept as written); return the console's last remaining line."""
+    cut_re = re.compile(rb"\bstep=(\d+) ")
+    for path in sorted(case_dir.rglob("*")):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        lines = data.splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            m = cut_re.search(line)
+            if m and int(m.group(1)) >= cut_step:
+                path.write_bytes(b"".join(lines[:i]))
+                break
+    consoles = console_files(case_dir)
+    cpath = consoles.get(None) or consoles[min(k for k in consoles if k is not None)]
+    lines = read_lines(cpath)
+    if not lines or re.search(r"complete|finished|SUCCEEDED", lines[-1]):
+        raise RuntimeError(f"cut left no progress or a completion line in {cpath}")
+    return {"file": cpath.relative_to(case_dir).as_posix(), "line": len(lines), "text": lines[-1]}
+
+
 def _dist_version(name: str) -> str:
     try:
         return importlib.metadata.version(name)
@@ -768,7 +990,17 @@ def versions(case: Case) -> dict[str, str]:
     out = {"torch": _dist_version("torch"), "python": platform.python_version(), "platform": platform.platform()}
     if case.requires == "deepspeed":
         out["deepspeed"] = _dist_version("deepspeed")
+    if case.requires == "mpirun":
+        out["mpirun"] = mpirun_version()
     return out
+
+
+def mpirun_version() -> str:
+    try:
+        r = subprocess.run(["mpirun", "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return "not installed"
+    return r.stdout.splitlines()[0].strip() if r.stdout else "unknown"
 
 
 def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
@@ -776,9 +1008,14 @@ def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
     try:
         case_dir, facts = run_case(case, run_root, steps)
         sanitize_tree(case_dir, run_root)
-        if case.healthy and any(code != 0 for code in facts["exit_codes"].values()):
+        if (case.healthy or case.cut_at_step) and any(code != 0 for code in facts["exit_codes"].values()):
             raise RuntimeError(f"{case.name}: healthy control failed: {facts}")
-        initiating, downstream = locate(case, case_dir)
+        last_line = None
+        if case.cut_at_step:
+            last_line = cut_logs(case_dir, case.cut_at_step)
+            initiating, downstream = None, []
+        else:
+            initiating, downstream = locate(case, case_dir)
         clock = {"node1": NODE1_CLOCK_OFFSET_S} if case.nnodes == 2 and case.rdzv != "missing-node" else {}
         notes = " ".join(x for x in (
             case.title[0].upper() + case.title[1:] + ".",
@@ -802,6 +1039,10 @@ def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
             "versions": versions(case),
             "notes": notes,
         }
+        if case.verdict:
+            truth["expected_verdict"] = case.verdict
+        if last_line is not None:
+            truth["last_line"] = last_line
         (case_dir / "truth.json").write_text(json.dumps(truth, indent=2, ensure_ascii=False) + "\n")
         dest = out / case_dirname(case)
         if dest.exists():
@@ -822,7 +1063,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.list:
         for c in CASES:
-            print(f"{case_dirname(c):34s} {c.family:31s} {c.title}")
+            print(f"{case_dirname(c):34s} {c.family:31s} {c.title}"
+                  + (f" [target rank {c.fault_rank}]" if c.fault_rank >= 0 else ""))
         return 0
     names = [n.strip() for n in args.cases.split(",") if n.strip()] or [c.name for c in CASES]
     selected = []
@@ -844,6 +1086,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if case.requires == "deepspeed" and not have_deepspeed:
             print(f"SKIP {case.name}: deepspeed is not installed", flush=True)
+            continue
+        if case.requires == "mpirun" and shutil.which("mpirun") is None:
+            print(f"SKIP {case.name}: mpirun (Open MPI, apt-get install openmpi-bin) not found", flush=True)
             continue
         t0 = time.time()
         try:

@@ -16,6 +16,12 @@ nothing about the fault before it happens.
 timestamps written by this script's log formatter, to stand in for a node whose
 clock is off. ``CORPUS_HOST`` overrides the host name the script logs (used to
 give the two agents of a multi-node run on one machine distinct names).
+
+Launched by ``mpirun`` instead of torchrun, the script takes its rank, local rank
+and world size from Open MPI's ``OMPI_COMM_WORLD_*`` variables and rendezvouses
+through ``env://`` (``MASTER_ADDR``/``MASTER_PORT`` exported by the launcher).
+With ``--log-start`` every rank logs one ``worker starting`` line before it joins
+the process group.
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ FAULTS = (
     "dl_sigkill",  # a DataLoader worker of the fault rank SIGKILLs itself
     "ckpt_write",  # the checkpoint write of the fault rank fails (limit/mount set outside)
     "ckpt_efbig",  # RLIMIT_FSIZE on the fault rank before its checkpoint write
+    "exit",  # fault rank calls sys.exit(--exit-code)
+    "slow",  # fault rank computes for --slow-s seconds inside the step, logging progress
+    "never_join",  # fault rank never calls init_process_group (sleeps before it)
 )
 
 
@@ -152,14 +161,80 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--ckpt-rank", type=int, default=0)
     p.add_argument("--pg-timeout-s", type=float, default=20.0)
     p.add_argument("--fsize-limit", type=int, default=64 * 1024)
+    p.add_argument("--exit-code", type=int, default=3, help="status for --fault exit")
+    p.add_argument("--slow-s", type=float, default=60.0, help="seconds of compute for --fault slow")
+    p.add_argument("--log-start", action="store_true", help="log one 'worker starting' line before joining")
     p.add_argument("--no-finite-check", action="store_true",
                    help="skip the isfinite(loss) guard (the anomaly-detection job runs without it)")
     return p.parse_args(argv)
 
 
+def env_from_launcher() -> str:
+    """Fill RANK/LOCAL_RANK/WORLD_SIZE from Open MPI's variables under mpirun; name the launcher."""
+    if "RANK" not in os.environ and "OMPI_COMM_WORLD_RANK" in os.environ:
+        os.environ["RANK"] = os.environ["OMPI_COMM_WORLD_RANK"]
+        os.environ["LOCAL_RANK"] = os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", os.environ["RANK"])
+        os.environ["WORLD_SIZE"] = os.environ["OMPI_COMM_WORLD_SIZE"]
+        return "mpirun"
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        return "torchrun"
+    return "deepspeed" if "CROSS_RANK" in os.environ else "env"
+
+
+def log_start(log: logging.Logger, launcher: str) -> None:
+    log.info(
+        "worker starting: rank=%s local_rank=%s world_size=%s launcher=%s master=%s:%s pid=%d",
+        os.environ["RANK"], os.environ.get("LOCAL_RANK"), os.environ["WORLD_SIZE"], launcher,
+        os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"), os.getpid(),
+    )
+
+
+def before_join(fault: str) -> None:
+    if fault == "never_join":
+        time.sleep(600)  # never reaches init_process_group; the launcher ends it
+
+
+def slow_compute(log: logging.Logger, step: int, seconds: float) -> None:
+    """Real CPU work for ``seconds``, one progress line every ~2 s (a straggler, not a hang)."""
+    g = torch.Generator().manual_seed(step)
+    a = torch.randn(192, 192, generator=g)
+    t0 = time.time()
+    chunk = matmuls = 0
+    while time.time() - t0 < seconds:
+        c0 = time.time()
+        while time.time() - c0 < 2.0:
+            a = torch.tanh(a @ a / 14.0)
+            matmuls += 1
+        chunk += 1
+        log.info("still computing step=%d chunk=%d elapsed=%.1fs matmuls=%d", step, chunk,
+                 time.time() - t0, matmuls)
+
+
+def step_fault(fault: str, args: argparse.Namespace, log: logging.Logger, step: int) -> None:
+    """The faults that fire at the start of ``--fault-step`` (shared with ds_worker.py)."""
+    if fault == "rlimit_as_alloc":
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        with open("/proc/self/statm") as f:
+            vm_bytes = int(f.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (vm_bytes + (256 << 20), hard))
+        activations = torch.empty(1 << 30, dtype=torch.float32)  # 4 GiB
+        activations.zero_()
+    elif fault == "hang":
+        time.sleep(600)
+    elif fault == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif fault == "exit3":
+        sys.exit(3)
+    elif fault == "exit":
+        sys.exit(args.exit_code)
+    elif fault == "slow":
+        slow_compute(log, step, args.slow_s)
+
+
 @record
 def main(argv=None) -> None:
     args = parse_args(argv)
+    launcher = env_from_launcher()
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
     world = int(os.environ["WORLD_SIZE"])
@@ -169,6 +244,9 @@ def main(argv=None) -> None:
     fault = args.fault if faulty else "none"
 
     torch.manual_seed(0)
+    if args.log_start:
+        log_start(log, launcher)
+    before_join(fault)
     dist.init_process_group("gloo", timeout=timedelta(seconds=args.pg_timeout_s))
     log.info(
         "rendezvous complete: init_process_group backend=gloo rank=%d local_rank=%d world_size=%d "
@@ -202,20 +280,8 @@ def main(argv=None) -> None:
     t0 = time.time()
     for step, (x, y) in enumerate(loader, start=1):
         if step == args.fault_step:
-            if fault == "rlimit_as_alloc":
-                soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-                with open("/proc/self/statm") as f:
-                    vm_bytes = int(f.read().split()[0]) * resource.getpagesize()
-                resource.setrlimit(resource.RLIMIT_AS, (vm_bytes + (256 << 20), hard))
-                activations = torch.empty(1 << 30, dtype=torch.float32)  # 4 GiB
-                activations.zero_()
-            elif fault == "hang":
-                time.sleep(600)
-            elif fault == "sigkill":
-                os.kill(os.getpid(), signal.SIGKILL)
-            elif fault == "exit3":
-                sys.exit(3)
-            elif fault == "shape_mismatch_forward":
+            step_fault(fault, args, log, step)
+            if fault == "shape_mismatch_forward":
                 x = torch.cat([x, torch.ones(x.shape[0], 1)], dim=1)
             elif fault == "nan_isfinite":
                 x = x * 3.0e38  # float32 overflow -> inf activations -> nan loss
