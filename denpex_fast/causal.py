@@ -411,12 +411,12 @@ def ranks_from_paths(files: Iterable[str]) -> set[int]:
 
 def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
                 progress: dict[int, int] | None = None, model: Any = None,
-                novel: set[str] | None = None) -> Ranking:
+                novel: set[tuple[str, int]] | None = None) -> Ranking:
     """Rank the incidents of one job with the scored model; see the module docstring.
 
     ``progress``: the last step per rank (:func:`denpex_fast.progress.last_steps`);
     ``model``: a :class:`denpex_fast.ranker.Model` (default: the shipped one);
-    ``novel``: line templates a healthy baseline never printed.
+    ``novel``: (file, line) of lines whose template a healthy baseline never printed.
     """
     from .ranker import load_model
 
@@ -435,7 +435,8 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     _global_ranks(live)
     cands = assemble(live, kb, exit_code=_failed_exit)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
-    cands += _virtual_suspects(live, specific, known_ranks, progress)
+    cands += _virtual_suspects(live, specific, known_ranks, progress, stall,
+                               skew.bound if math.isfinite(skew.bound) else 0.0)
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
     completed = any("completion" in marks(kb, e.signature) for e in events)
@@ -560,7 +561,8 @@ def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.nda
 
 
 def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ranks: set[int],
-                      progress: dict[int, int] | None) -> list[Incident]:
+                      progress: dict[int, int] | None, stall: float | None = None,
+                      bound: float = 0.0) -> list[Incident]:
     """Ranks suspected from absence: the one the others waited for, the one
     whose progress stopped first.  Named by their last line, when they have one."""
     out = []
@@ -571,6 +573,9 @@ def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ra
         # named by its last progress line (where it stopped), else its last own line
         own = [e for e in live if e.rank == rank and _num(e.fields, STEP_FIELDS) is not None] or [
             e for e in live if e.rank == rank and e.role == "context"]
+        # a slow rank goes on printing: name where it was when the others began to wait
+        if stall is not None:
+            own = [e for e in own if e.t is not None and e.t <= stall + bound] or own
         last = max(own, key=lambda e: (e.t if e.t is not None else -math.inf, e.line), default=None)
         inc = Incident([last] if last else [], last, rank, last.host if last else None,
                        TIER_COLLATERAL, None, {"virtual": why[0] if why else kind, kind: 1.0})
@@ -587,7 +592,7 @@ def _last_progress(events: Sequence[Event]) -> Event | None:
 
 def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any,
                        stall: float | None, skew: Skew, known_ranks: set[int],
-                       novel: set[str] | None = None) -> np.ndarray:
+                       novel: set[tuple[str, int]] | None = None) -> np.ndarray:
     """One row of :data:`denpex_fast.ranker.FEATURE_NAMES` per candidate."""
     from .ranker import FEATURE_NAMES
 
@@ -641,7 +646,7 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
         m = marks(kb, h.signature)
         if "agent-teardown" in m or "scheduler-teardown" in m:
             X[i, col["teardown"]] = 1.0
-        if novel is not None and template(h.text) in novel:
+        if novel and any((m.file, m.line) in novel for m in c.members):
             X[i, col["novel"]] = 1.0
     return X
 

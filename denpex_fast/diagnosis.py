@@ -174,8 +174,27 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
 
     ``baseline``: paths of a healthy run of the same job; the report then
     lists, per file, the first lines whose template (numbers, hex ids, paths
-    masked) the healthy run never printed.  Unreadable inputs do not stop the
+    masked) the healthy run never printed, and a candidate holding such a
+    line gets the ``novel`` feature.  Unreadable inputs do not stop the
     diagnosis; they are listed in ``Diagnosis.errors``.
+
+    ``Diagnosis.verdict`` is one of:
+
+    * ``failure``: the initiating incident is named (``initiating``), with a
+      probability above the threshold chosen out of fold for 95% precision;
+    * ``suspect``: a line or rank is named but the evidence is weaker (or the
+      rank is suspected from absence: the one the others waited for, the one
+      whose progress stopped first); ``initiating`` still holds the best line;
+    * ``stopped``: the logs show progress, then end without an error and
+      without a completion line (``stopped_after`` holds the last progress line);
+    * ``incomplete``: some input could not be read whole and nothing failed in
+      what was read: never an all-clear;
+    * ``no-failure-found``: no error-like line and no stop before completion.
+
+    ``Diagnosis.confidence`` is the accuracy measured out of fold on the
+    labelled corpus for diagnoses whose model probability falls in the same
+    bucket (``denpex_fast/ranking_model.json``); ``reasons`` start with the
+    evidence (which line, which rank, the features that decided).
     """
     from .scanner import Scanner, default_scanner
 
@@ -184,17 +203,21 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
     if not isinstance(scanner, Scanner):
         raise TypeError("scanner must be a denpex_fast.Scanner")
     result = scanner.run(paths, threads=threads, errors="collect")
-    d = diagnose_table(result.table, signatures=scanner.signature_set, default_tz=default_tz)
+    div = None
+    errs: list[Any] = []
+    if baseline is not None:
+        from .baseline import first_divergence
+
+        div = first_divergence(paths, baseline, per_file=divergence_per_file, errors=errs)
+    novel = set(zip(div.column("file").to_pylist(), div.column("line").to_pylist())) if div else None
+    d = diagnose_table(result.table, signatures=scanner.signature_set, default_tz=default_tz,
+                       novel=novel)
     d.errors = [e.to_dict() for e in result.errors]
     if d.errors and d.verdict in ("no-failure-found", "stopped"):
         d.verdict = "incomplete"
         d.reasons.insert(0, f"{len(d.errors)} input(s) could not be read completely: "
                             "no all-clear is given for a job not read whole")
-    if baseline is not None:
-        from .baseline import first_divergence
-
-        errs: list[Any] = []
-        div = first_divergence(paths, baseline, per_file=divergence_per_file, errors=errs)
+    if div is not None:
         d.divergence = div.to_pylist()
         d.errors += [e.to_dict() for e in errs if e.path not in {x["path"] for x in d.errors}]
     d.stats.update({"bytes": result.stats["bytes"], "files": result.stats["files"],
@@ -204,8 +227,13 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
 
 
 def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str = "UTC",
-                   attributed: bool | None = None) -> Diagnosis:
-    """Diagnose from an existing match table (attributed or not)."""
+                   attributed: bool | None = None,
+                   novel: set[tuple[str, int]] | None = None) -> Diagnosis:
+    """Diagnose from an existing match table (attributed or not).
+
+    ``novel``: (file, line) of lines a healthy baseline never printed; a
+    candidate holding one gets the ``novel`` feature.
+    """
     from .signatures import load_signatures
 
     kb = signatures if signatures is not None else load_signatures(validate_patterns=False)
@@ -219,7 +247,7 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
         att = attribute(table, default_tz=default_tz)
         table, notes = att.table, list(att.notes)
     progress = _progress(table)
-    ranking = rank_events(table, kb, progress=progress)
+    ranking = rank_events(table, kb, progress=progress, novel=novel)
     d = _assemble(ranking, table, kb, notes)
     if progress:
         d.rank_fates = _with_progress(d.rank_fates, progress)
