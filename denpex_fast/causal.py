@@ -435,8 +435,17 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     _global_ranks(live)
     cands = assemble(live, kb, exit_code=_failed_exit)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
-    cands += _virtual_suspects(live, specific, known_ranks, progress, stall,
-                               skew.bound if math.isfinite(skew.bound) else 0.0)
+    bound = skew.bound if math.isfinite(skew.bound) else 1.0
+    virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound)
+    for c in cands:
+        if "anonymous-exit" in marks(kb, c.head.signature):
+            # the line does not say which worker failed.  A signal or an exit
+            # code of the program's own is the suspect's death; code 1 is what
+            # every peer dies with after an exception (a timeout waiting for it)
+            code = _num(c.head.fields, EXIT_FIELDS)
+            c.rank = virtual[0].rank if virtual and code is not None and int(code) != 1 else None
+    virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, cands)
+    cands += virtual
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
     completed = any("completion" in marks(kb, e.signature) for e in events)
@@ -562,7 +571,7 @@ def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.nda
 
 def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ranks: set[int],
                       progress: dict[int, int] | None, stall: float | None = None,
-                      bound: float = 0.0) -> list[Incident]:
+                      bound: float = 0.0, cands: Sequence[Incident] = ()) -> list[Incident]:
     """Ranks suspected from absence: the one the others waited for, the one
     whose progress stopped first.  Named by their last line, when they have one."""
     out = []
@@ -573,13 +582,25 @@ def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ra
         # named by its last progress line (where it stopped), else its last own line
         own = [e for e in live if e.rank == rank and _num(e.fields, STEP_FIELDS) is not None] or [
             e for e in live if e.rank == rank and e.role == "context"]
-        # a slow rank goes on printing: name where it was when the others began to wait
-        if stall is not None:
-            own = [e for e in own if e.t is not None and e.t <= stall + bound] or own
+        # a slow rank goes on printing: name where it was when the others went
+        # quiet (their last progress line), else when the timeouts say they began to wait
+        peers = [e.t for e in live if e.rank is not None and e.rank != rank and e.t is not None
+                 and _num(e.fields, STEP_FIELDS) is not None]
+        limit = max(peers) + bound if peers else (stall + bound if stall is not None else None)
+        if limit is not None:
+            own = [e for e in own if e.t is not None and e.t <= limit] or own
         last = max(own, key=lambda e: (e.t if e.t is not None else -math.inf, e.line), default=None)
-        inc = Incident([last] if last else [], last, rank, last.host if last else None,
-                       TIER_COLLATERAL, None, {"virtual": why[0] if why else kind, kind: 1.0})
-        out.append(inc)
+        extra = {"virtual": why[0] if why else kind, kind: 1.0}
+        # a launcher's record that this rank died (not the agent's SIGTERM) is the
+        # first trace of its failure: the rank printed nothing when it died
+        death = [c for c in cands if c.rank == rank and c.head is not None
+                 and any(_failed_exit(m) for m in c.members)]
+        if death:
+            d = min(death, key=lambda c: (c.t if c.t is not None else math.inf, c.lines[0]))
+            out.append(Incident(list(d.members), d.head, rank, d.host, d.tier, d.t, extra))
+            continue
+        out.append(Incident([last] if last else [], last, rank, last.host if last else None,
+                            TIER_COLLATERAL, None, extra))
     return out
 
 

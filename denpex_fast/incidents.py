@@ -132,8 +132,15 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
         elif is_record:
             records.setdefault(e.file, []).append(e)
     out: list[Incident] = []
-    for evs in by_file.values():
+    for f, evs in by_file.items():
         evs.sort(key=lambda e: (e.line, e.index))
+        # a line with no rank takes the rank of the launcher record beside it
+        ranked = [r for r in records.get(f, ()) if r.rank is not None]
+        for e in evs:
+            if e.rank is None and ranked:
+                near = min(ranked, key=lambda r: abs(r.line - e.line))
+                if abs(near.line - e.line) <= RECORD_GAP:
+                    e.rank = near.rank
         groups: list[list[Any]] = []
         live: list[list[Any]] = []     # groups whose last line is within GAP
         for e in evs:
