@@ -62,14 +62,32 @@ from .incidents import (
 
 SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
 
-# field names the knowledge base uses for these quantities
+#: The typed fields the ranking reads, with their meaning and unit.  Every
+#: other ``fields`` entry of the knowledge base is display-only (quoted in
+#: the fix); ``tests/test_signature_kb.py`` holds the two lists together.
+FIELD_VOCABULARY: dict[str, str] = {
+    "timeout_ms": "a timeout, in milliseconds",
+    "timeout_s": "a timeout, in seconds",
+    "timeout_hms": "a timeout as H:MM:SS",
+    "exit_code": "a process exit status (negative: killed by that signal)",
+    "signal": "a signal name (SIGTERM) or number",
+    "seqnum": "a collective's sequence number",
+    "seq": "a collective's sequence number",
+    "work": "the NCCL work (collective) number a watchdog timed out on",
+    "last_enqueued": "the last NCCL work a rank enqueued",
+    "last_completed": "the last NCCL work a rank completed",
+    "step": "a training step",
+    "iteration": "a training iteration",
+    "global_step": "a training step",
+}
 TIMEOUT_MS_FIELDS = ("timeout_ms",)
-TIMEOUT_S_FIELDS = ("timeout_s", "timeout", "seconds")
-SEQ_FIELDS = ("seqnum", "seq", "work", "timeout_work")
+TIMEOUT_S_FIELDS = ("timeout_s",)
+TIMEOUT_HMS_FIELDS = ("timeout_hms",)
+SEQ_FIELDS = ("seqnum", "seq", "work")
 LAST_ENQUEUED_FIELDS = ("last_enqueued",)
 LAST_COMPLETED_FIELDS = ("last_completed",)
 STEP_FIELDS = ("step", "iteration", "global_step")
-EXIT_FIELDS = ("exit_code", "exitcode", "code")
+EXIT_FIELDS = ("exit_code",)
 SIGNAL_FIELDS = ("signal",)
 
 DEFAULT_SKEW_FLOOR_S = 0.5  # two events closer than this are never called ordered across hosts
@@ -295,6 +313,10 @@ def _stall_start(events: Sequence[Event]) -> tuple[float | None, list[str]]:
             continue
         ms = _num(e.fields, TIMEOUT_MS_FIELDS)
         secs = ms / 1000 if ms is not None else _num(e.fields, TIMEOUT_S_FIELDS)
+        hms = e.fields.get(TIMEOUT_HMS_FIELDS[0], "")
+        if secs is None and re.fullmatch(r"\d+:\d\d:\d\d(?:\.\d+)?", hms):
+            h, m, sec = hms.split(":")
+            secs = int(h) * 3600 + int(m) * 60 + float(sec)
         if secs is None or secs <= 0:
             continue
         start = e.t - secs
@@ -309,6 +331,7 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int]) -> tuple[i
     """A rank that never entered the collective the others time out in."""
     by_seq: dict[float, set[int]] = defaultdict(set)
     enqueued: dict[int, float] = {}
+    completed: dict[int, float] = {}
     for e in events:
         if e.rank is None:
             continue
@@ -318,6 +341,9 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int]) -> tuple[i
         enq = _num(e.fields, LAST_ENQUEUED_FIELDS)
         if enq is not None:
             enqueued[e.rank] = max(enqueued.get(e.rank, -1), enq)
+        done = _num(e.fields, LAST_COMPLETED_FIELDS)
+        if done is not None:
+            completed[e.rank] = max(completed.get(e.rank, -1), done)
     if not by_seq:
         # no SeqNum: the ranks that report a communication (or rendezvous)
         # timeout were waiting; the one known rank that reports none is the suspect
@@ -341,6 +367,12 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int]) -> tuple[i
         if len(behind) == 1:
             return behind[0], [f"rank {behind[0]} enqueued NCCL work {enqueued[behind[0]]:g}, "
                                f"the other ranks {top:g}: it never entered the collective"]
+    if completed:
+        top = max(completed.values())
+        behind = sorted(r for r, v in completed.items() if v < top)
+        if len(behind) == 1:
+            return behind[0], [f"rank {behind[0]} completed NCCL work {completed[behind[0]]:g}, "
+                               f"the other ranks {top:g}: it fell behind first"]
     silent = sorted(known_ranks - waiting)
     if len(waiting) >= 2 and len(silent) == 1:
         return silent[0], [f"{len(waiting)} ranks time out in collective SeqNum {seq:g}; "

@@ -13,12 +13,15 @@ import contextlib
 import json
 import os
 import random
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 import tomllib
 
@@ -315,3 +318,51 @@ def test_real_healthy_runs_stay_quiet(case: Path, kb: SignatureSet, scanner: Any
 
 def test_healthy_runs_exist() -> None:
     assert len(HEALTHY_RUNS) >= 3
+
+
+# A field whose name says it is one of the quantities the ranking reads must be
+# spelled from the typed vocabulary, so its unit is known: a bare ``timeout``
+# (ms? s? H:MM:SS?), ``code`` (an exit status? an Xid?) or ``exitcode`` would
+# be read wrongly or not at all.
+_QUANTITY_LIKE = re.compile(r"^(?:timeout|exit|exitcode|exit_status|exit_code_\w+|code|ret|retcode|rc|"
+                            r"sig|signo|seconds|secs|seq_?num|step|steps|iter|iters)$")
+
+
+def test_every_extracted_field_is_typed_or_display_only(kb: SignatureSet) -> None:
+    from denpex_fast.causal import FIELD_VOCABULARY
+
+    bad = [(sig.id, name) for sig in kb for name in sig.fields
+           if name not in FIELD_VOCABULARY and _QUANTITY_LIKE.match(name)]
+    assert not bad, f"fields that look like ranked quantities but are not typed: {bad}"
+
+
+def test_typed_fields_are_consumed_by_the_ranking() -> None:
+    import inspect
+
+    import denpex_fast.causal as causal
+    import denpex_fast.diagnosis as diagnosis
+
+    consumed = set()
+    for name in dir(causal):
+        if name.endswith("_FIELDS"):
+            consumed |= set(getattr(causal, name))
+    assert consumed == set(causal.FIELD_VOCABULARY)
+    src = inspect.getsource(causal) + inspect.getsource(diagnosis)
+    for name in dir(causal):
+        if name.endswith("_FIELDS"):
+            assert src.count(name) >= 2, f"{name} is declared but never read"
+
+
+def test_typed_timeouts_are_parsed_with_their_unit(kb: SignatureSet) -> None:
+    from denpex_fast.causal import _stall_start, build_events
+
+    line = ("RuntimeError: Timed out initializing process group in store based barrier on rank 3, "
+            "for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=7, timeout=0:30:00)")
+    ev = build_events(pa.table({"file": ["a.log"], "line": pa.array([1], pa.uint64()),
+                                "signature": ["torch-store-based-barrier-timeout"], "text": [line],
+                                "rank": pa.array([3], pa.int32()), "host": pa.array(["n"]),
+                                "ts": pa.array([datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)],
+                                               pa.timestamp("us", tz="UTC"))}), kb)
+    ev[0].t = ev[0].ts.timestamp()
+    start, _ = _stall_start(ev)
+    assert start == ev[0].t - 1800
