@@ -59,6 +59,8 @@ def main(argv=None) -> None:
     p.add_argument("--exit-code", type=int, default=3)
     p.add_argument("--slow-s", type=float, default=60.0)
     p.add_argument("--log-start", action="store_true")
+    p.add_argument("--group-timeout", action="store_true",
+                   help="give the groups DeepSpeed creates the --pg-timeout-s timeout too")
     args, _ = p.parse_known_args(argv)
     launcher = env_from_launcher()
 
@@ -77,6 +79,13 @@ def main(argv=None) -> None:
         log_start(log, launcher)
     before_join(fault)
     deepspeed.init_distributed(dist_backend="gloo", timeout=timedelta(seconds=args.pg_timeout_s))
+    if args.group_timeout:
+        # DeepSpeed builds its ZeRO data-parallel group with dist.new_group(ranks) and no
+        # timeout, which takes torch's default (30 min for gloo), not the timeout given to
+        # init_distributed; make that default the job's timeout so a stalled peer is noticed.
+        import torch.distributed.distributed_c10d as c10d
+
+        c10d.default_pg_timeout = timedelta(seconds=args.pg_timeout_s)
     log.info(
         "rendezvous complete: init_process_group backend=gloo rank=%d local_rank=%s world_size=%d "
         "master=%s:%s group_rank=%s timeout=%ss pid=%d",

@@ -429,11 +429,11 @@ LAUNCHERS = {
              {"launcher": "torchrun", "nnodes": 2}),
     "dsl": ("dsl", "deepspeed-launcher", "deepspeed launcher, 1 node x 4 ranks, ZeRO-2 on the CPU accelerator",
             {"launcher": "deepspeed", "script": "ds_worker.py", "ckpt_every": 0, "requires": "deepspeed",
-             "timeout_s": 240}),
+             "timeout_s": 240, "extra_worker_args": ("--group-timeout",)}),
     "mpi": ("mpi", "mpirun", "Open MPI mpirun, 1 node x 4 ranks, gloo via env:// from OMPI_COMM_WORLD_*",
             {"launcher": "mpirun", "requires": "mpirun"}),
 }
-MATRIX_FAULTS = ("sigkill", "sys-exit", "oom-alloc", "hang", "slow-rank", "never-joins")
+MATRIX_FAULTS = ("sigkill", "sys-exit", "oom-alloc", "hang", "straggler", "never-joins")
 EXIT_CODES = {"tr1n": 2, "tr2n": 7, "dsl": 5, "mpi": 4}
 
 
@@ -475,6 +475,7 @@ def _matrix_case(lk: str, fault: str) -> Case:
                "'exits with return code' line, whichever rank failed." if lk == "dsl" else ""),
             verdict="failure", **base)
     if fault == "sys-exit":
+        base["extra_worker_args"] = (*base.get("extra_worker_args", ()), "--exit-code", str(code))
         if lk in ("tr1n", "tr2n"):
             find = (Find("console", r"failed \(exitcode: {code}\) local_rank: {local_rank} \(pid: {pid}\)", node=node),
                     Find("console", r"exitcode\s*: {code} \(pid: {pid}\)", node=node))
@@ -487,7 +488,7 @@ def _matrix_case(lk: str, fault: str) -> Case:
             first = "mpirun's (the 'Process name: [[job,1],rank]' line of its report; 'Exit code' follows)"
         return Case(
             f"{prefix}-sys-exit", f"{desc}; {on} calls sys.exit({code}) at step 5", fault="exit", exit_code=code,
-            extra_worker_args=("--exit-code", str(code)), find=find,
+            find=find,
             signature_hint=f"worker exited with code {code} (sys.exit, no traceback)",
             root_cause=f"Rank {r} exited with status {code} (sys.exit({code})) in the middle of training; its peers lost the gloo connection.",
             fix=f"Find the code path on rank {r} that calls sys.exit({code}) and make it raise or log the reason.",
@@ -512,11 +513,11 @@ def _matrix_case(lk: str, fault: str) -> Case:
             root_cause=f"Rank {r} stopped inside step 5 before its backward pass, so the other ranks' gradient collective "
             "waited for it until the 20 s process-group timeout expired.",
             fix=f"Find what rank {r} was blocked on (py-spy dump of the hung rank); the collective timeouts on the other ranks are consequences.",
-            notes=f"The hung rank prints nothing after its step=4 line; that last line is the initiating evidence. "
+            notes="The hung rank prints nothing after its step=4 line; that last line is the initiating evidence. "
             "The launcher later terminates it." + skew, verdict="suspect", **base)
-    if fault == "slow-rank":
+    if fault == "straggler":
         return Case(
-            f"{prefix}-slow-rank",
+            f"{prefix}-straggler",
             f"{desc}; {on} computes for 60 s inside step 5, logging progress every ~2 s; peers' collective times out after 20 s",
             fault="slow", find=(Find("last-own", r"still computing step="),),
             signature_hint="straggler rank: still computing (progress lines) when the peers' 20 s collective timeout expired",
@@ -1010,6 +1011,9 @@ def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
         sanitize_tree(case_dir, run_root)
         if (case.healthy or case.cut_at_step) and any(code != 0 for code in facts["exit_codes"].values()):
             raise RuntimeError(f"{case.name}: healthy control failed: {facts}")
+        if case.verdict and facts["timed_out"]:
+            # Matrix cases end by themselves (the faults' consequences, not the generator's kill).
+            raise RuntimeError(f"{case.name}: hit the generator's hard timeout: {facts}")
         last_line = None
         if case.cut_at_step:
             last_line = cut_logs(case_dir, case.cut_at_step)
