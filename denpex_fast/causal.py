@@ -692,9 +692,12 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
             X[i, col["peer_rarity"]] = 1.0 - max(0, k - 1) / (n_ranks - 1)
         else:
             X[i, col["peer_rarity"]] = 0.5
-        codes = [_num(m.fields, EXIT_FIELDS) for m in c.members]
-        if any(x is not None and int(x) != 0 and int(x) not in AGENT_SIGTERM_CODES for x in codes):
+        codes = [int(x) for m in c.members if (x := _num(m.fields, EXIT_FIELDS)) is not None]
+        failed = [x for x in codes if x != 0 and x not in AGENT_SIGTERM_CODES]
+        if failed:
             X[i, col["exit_nonzero"]] = 1.0
+        if any(x != 1 for x in failed):
+            X[i, col["own_exit"]] = 1.0
         X[i, col["rendezvous"]] = 1.0 if h.phase == "rendezvous" else 0.0
         m = marks(kb, h.signature)
         if "agent-teardown" in m or "scheduler-teardown" in m:

@@ -53,6 +53,9 @@ RANK_FATE_SCHEMA = pa.schema([
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV",
            15: "SIGTERM"}
+#: context rows kept per (file, signature) run before attribution, at each end
+PRE_ATTRIBUTION_CONTEXT_ROWS = 256
+
 #: the closed set of verdicts (``denpex.diagnosis/1``)
 VERDICTS = ("failure", "suspect", "stopped", "incomplete", "no-failure-found")
 
@@ -243,6 +246,11 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
                                              or table.column("ts").null_count < table.num_rows)
     if not attributed and table.num_rows:
         from .attribution import attribute
+        from .causal import thin_context
+
+        # context floods (step lines) cost attribution time and memory; the
+        # ranking keeps only the first and last rows per rank of each run
+        table = thin_context(table, kb, keep=PRE_ATTRIBUTION_CONTEXT_ROWS)
 
         att = attribute(table, default_tz=default_tz)
         table, notes = att.table, list(att.notes)

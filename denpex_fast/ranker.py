@@ -44,6 +44,8 @@ FEATURES: dict[str, str] = {
     "peer_rarity": "printed by one rank or a minority, not by every rank",
     "has_rank": "the rank that printed it is known",
     "exit_nonzero": "a worker exit that was not the agent's own SIGTERM",
+    "own_exit": "an exit of the process's own (a signal, or a code other than 1, which every "
+                "rank that died of an exception shares)",
     "rendezvous": "a rendezvous / store failure (a node that never joined)",
     "teardown": "a teardown by the launcher's agent or the scheduler",
     "silent_suspect": "the rank the others waited for (never entered the collective)",
@@ -58,7 +60,7 @@ PRIOR: dict[str, float] = {
     "specific_cause": 3.0, "own_symptom": 2.0, "open_world": 1.5, "wrapper": 0.5,
     "collateral": -1.0, "severity": 0.5, "first": 1.5, "earliness": 1.0,
     "first_of_tier": 1.0, "after_stall": -1.5, "explains": 1.0, "peer_rarity": 1.0,
-    "has_rank": 0.5, "exit_nonzero": 0.5, "rendezvous": 0.0, "teardown": -2.0,
+    "has_rank": 0.5, "exit_nonzero": 0.5, "own_exit": 0.5, "rendezvous": 0.0, "teardown": -2.0,
     "silent_suspect": 3.0, "laggard": 1.5, "novel": 0.5,
 }
 
