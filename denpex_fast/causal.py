@@ -53,6 +53,7 @@ from .incidents import (
     TIER_COLLATERAL,
     TIER_NAMES,
     TIER_OPEN,
+    TIER_OWN_SYMPTOM,
     Incident,
     assemble,
     caused_by,
@@ -501,7 +502,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     verdict = "failure" if p_top >= model.threshold and not virtual else "suspect"
     reasons = _evidence(top, first, virtual, X[order[0]], model)
     tie = [c.head for c in (cands[int(i)] for i in order[1:6])
-           if c.head is not None and first is not None and c.tier <= TIER_OPEN
+           if c.head is not None and first is not None and c.tier <= TIER_OWN_SYMPTOM
            and c.t is not None and top.t is not None and c.host != top.host
            and abs(c.t - top.t) <= skew.bound and c.head.signature != first.signature]
     if first is not None:

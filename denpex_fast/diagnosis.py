@@ -13,6 +13,8 @@ competing hypotheses, fix lookup, rank fates) -> report renderers.
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -112,6 +114,7 @@ class Diagnosis:
     score: float = 0.0                # the model's probability for the named candidate
     incident: list[dict[str, Any]] = field(default_factory=list)  # lines of the initiating incident
     stopped_after: Event | None = None  # verdict "stopped": the last progress line seen
+    root: str | None = None           # the job directory diagnosed (reports show paths below it)
     # the ranking's candidates and their features (for evaluation and reports)
     candidates_incidents: list[Any] = field(default_factory=list, repr=False)
     ranking_features: Any = field(default=None, repr=False)
@@ -223,10 +226,20 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
     if div is not None:
         d.divergence = div.to_pylist()
         d.errors += [e.to_dict() for e in errs if e.path not in {x["path"] for x in d.errors}]
+    d.root = _job_root(paths)
     d.stats.update({"bytes": result.stats["bytes"], "files": result.stats["files"],
                     "matches": result.table.num_rows,
                     "seconds": round(time.perf_counter() - t0, 3)})
     return d
+
+
+def _job_root(paths: Any) -> str | None:
+    """The one directory a diagnosis was asked for, if it was one."""
+    if isinstance(paths, (list, tuple)) and len(paths) == 1:
+        paths = paths[0]
+    if isinstance(paths, (str, os.PathLike)) and os.path.isdir(paths):
+        return os.fspath(paths)
+    return None
 
 
 def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str = "UTC",
@@ -358,8 +371,27 @@ def _fix(first: Event | None, kb: Any, events: Iterable[Event] = ()) -> dict[str
     except KeyError:
         return None
     return {"id": sig.id, "title": sig.title, "root_cause": sig.root_cause, "fix": sig.fix,
-            "verify": sig.verify, "checklist": list(sig.checklist), "fields": dict(first.fields),
-            "job_values": _job_values(sig.fix, events), "references": list(sig.references)}
+            "verify": verify_command(sig.verify, first.file), "checklist": list(sig.checklist),
+            "fields": dict(first.fields), "job_values": _job_values(sig.fix, events),
+            "references": list(sig.references)}
+
+
+_LOG_PLACEHOLDER = re.compile(r"<the log(?: named in the report)?>|(?<![\w./-])job\.log(?![\w.-])")
+
+
+def verify_command(template: str, file: str) -> str:
+    """The knowledge base's verify step with its placeholder log (``job.log``,
+    ``<the log named in the report>``) replaced by the file that failed,
+    quoted for the shell."""
+    import shlex
+
+    from .sources import path_from_display
+
+    try:
+        shown = os.fsdecode(path_from_display(file))
+    except (ValueError, TypeError):
+        shown = file
+    return _LOG_PLACEHOLDER.sub(lambda _: shlex.quote(shown), template)
 
 
 def _job_values(fix_text: str, events: Iterable[Event]) -> dict[str, str]:

@@ -9,9 +9,12 @@ hypotheses and the rank-fate table.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .diagnosis import Diagnosis
+
+_TICKS = re.compile(r"`+")
 
 
 def _ranks(ranks: list[int], limit: int = 12) -> str:
@@ -35,24 +38,55 @@ def to_json(d: Diagnosis, indent: int | None = 2) -> str:
     return json.dumps(d.to_dict(), indent=indent, default=str)
 
 
+def shown(d: Diagnosis, text: str) -> str:
+    """``text`` with the job root dropped from paths (reports show paths
+    relative to the job directory that was diagnosed)."""
+    root = getattr(d, "root", None)
+    if not root:
+        return text
+    return text.replace(root.rstrip("/") + "/", "")
+
+
+def _md_cell(text: str) -> str:
+    """A Markdown table cell: pipes escaped, code spans kept intact."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_code(text: str) -> str:
+    """An inline code span that survives backticks in ``text``."""
+    ticks = "`" * (max((len(r) for r in _TICKS.findall(text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _headline(d: Diagnosis) -> str:
+    """One line that says what the verdict means."""
+    i = d.initiating
+    if d.verdict == "stopped" and d.stopped_after is not None:
+        return (f"stopped after {shown(d, d.stopped_after.where())}: progress, then the logs end "
+                "with no error and no completion line")
+    if d.verdict == "incomplete":
+        return "incomplete: some input could not be read whole; no all-clear is given"
+    if d.verdict == "no-failure-found":
+        return "no failure found: no error-like line and no stop before completion"
+    if i is None and d.suspect_rank is not None:
+        return f"suspect: rank {d.suspect_rank} (it printed no failure of its own)"
+    return d.verdict
+
+
 def to_markdown(d: Diagnosis) -> str:
     """Markdown for tickets and CI step summaries."""
-    lines = ["# denpex diagnosis", ""]
+    lines = ["# denpex diagnosis", "", f"**Verdict:** {_headline(d)}", ""]
     i = d.initiating
     if i is not None:
-        lines += [f"**Verdict:** {d.verdict}", "",
-                  f"**Initiating event:** `{i.signature}` on rank {i.rank if i.rank is not None else '?'}"
-                  f" (host {i.host or '?'}) at `{i.where()}` — confidence {d.confidence:.2f}", "",
-                  "```", i.text, "```", ""]
-    elif d.suspect_rank is not None:
-        lines += [f"**Suspect:** rank {d.suspect_rank} (printed no failure of its own) — "
-                  f"confidence {d.confidence:.2f}", ""]
-    else:
-        lines += [f"**Verdict:** {d.verdict} — no initiating event found", ""]
-    lines += ["## Why", ""] + [f"- {r}" for r in d.reasons] + [""]
+        lines += [f"**Initiating event:** {_md_code(i.signature)} on rank "
+                  f"{i.rank if i.rank is not None else '?'} (host {i.host or '?'}) at "
+                  f"{_md_code(shown(d, i.where()))} — confidence {d.confidence:.2f}", "",
+                  "```text", i.text, "```", ""]
+    lines += ["## Why", ""] + [f"- {shown(d, r)}" for r in d.reasons] + [""]
     if d.fix:
         lines += ["## Root cause", "", d.fix["root_cause"], "", "## Fix", "", d.fix["fix"], "",
-                  "## Verify", "", f"`{d.fix['verify']}`", "", "## Checklist", ""]
+                  "## Verify", "", "```sh", d.fix["verify"].strip("`"), "```", "", "## Checklist", ""]
         lines += [f"{n}. {step}" for n, step in enumerate(d.fix["checklist"], 1)] + [""]
         if d.fix["fields"]:
             lines += ["Values from the failing line: "
@@ -61,23 +95,41 @@ def to_markdown(d: Diagnosis) -> str:
             lines += ["Values from the job's configuration lines: "
                       + ", ".join(f"{k}={v}" for k, v in d.fix["job_values"].items()), ""]
     if d.collateral:
-        lines += ["## Collateral", "", "| signature | role | count | ranks | first |",
+        lines += ["## Collateral (consequences)", "", "| signature | role | count | ranks | first |",
                   "|---|---|---|---|---|"]
-        lines += [f"| `{c.signature}` | {c.role} | {c.count} | {_ranks(c.ranks)} | `{c.first.where()}` |"
-                  for c in d.collateral[:30]]
+        lines += [f"| {_md_cell(_md_code(c.signature))} | {c.role} | {c.count} | {_ranks(c.ranks)} | "
+                  f"{_md_cell(_md_code(shown(d, c.first.where())))} |" for c in d.collateral[:30]]
         lines.append("")
     if d.competing:
         lines += ["## Competing hypotheses", ""]
         for h in d.competing:
-            lines.append(f"- `{h.signature}`: {h.control} "
-                         f"(for: {'; '.join(h.evidence_for) or '-'}; "
+            lines.append(f"- {_md_code(h.signature)}: {h.control} "
+                         f"(for: {shown(d, '; '.join(h.evidence_for)) or '-'}; "
                          f"against: {'; '.join(h.evidence_against) or '-'})")
+        lines.append("")
+    if d.rank_fates.num_rows:
+        lines += ["## Rank fates", "", "| rank | host | first error | exit | signal | torn down by "
+                  "| last step | last collective |", "|---|---|---|---|---|---|---|---|"]
+        for row in d.rank_fates.to_pylist()[:64]:
+            lines.append("| " + " | ".join(_md_cell(str(v)) if v is not None else "-" for v in (
+                row["rank"], row["host"], row["first_error_signature"], row["exit_code"],
+                row["signal"], row["torn_down_by"], row["last_step"], row["last_collective_seq"]))
+                + " |")
         lines.append("")
     if d.divergence:
         lines += ["## First lines the healthy baseline never printed", ""]
-        lines += [f"- `{r['file']}:{r['line']}`: `{r['text'][:200]}`" for r in d.divergence[:40]]
+        for r in d.divergence[:40]:
+            where = shown(d, f"{r['file']}:{r['line']}")
+            lines.append(f"- {_md_code(where)}: {_md_code(r['text'][:200])}")
         lines.append("")
     return "\n".join(lines)
+
+
+def _box(console: Any) -> Any:
+    """Rounded boxes on a terminal, plain ASCII when the output is piped."""
+    from rich import box
+
+    return box.ROUNDED if console.is_terminal else box.ASCII
 
 
 def render_text(d: Diagnosis, console: Any) -> None:
@@ -86,23 +138,20 @@ def render_text(d: Diagnosis, console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    box = _box(console)
     i = d.initiating
     if i is not None:
         head = Text()
         head.append(f"{i.signature}", style="bold red")
         head.append(f"  rank {i.rank if i.rank is not None else '?'}  host {i.host or '?'}  "
-                    f"{i.where()}" + (f"  {i.ts.isoformat()}" if i.ts else ""))
+                    f"{shown(d, i.where())}" + (f"  {i.ts.isoformat()}" if i.ts else ""))
         head.append(f"\n{i.text}\n", style="yellow")
         head.append(f"confidence {d.confidence:.2f}", style="bold")
-        console.print(Panel(head, title=f"{d.verdict}: initiating event", expand=True))
-    elif d.suspect_rank is not None:
-        console.print(Panel(f"rank {d.suspect_rank} is the suspect: it printed no failure of its "
-                            f"own (confidence {d.confidence:.2f})", title="suspect"))
+        console.print(Panel(head, title=f"{_headline(d)}: initiating event", expand=True, box=box))
     else:
-        console.print(Panel(f"verdict: {d.verdict}: no initiating event found; here is what is known",
-                            title="no initiating event"))
+        console.print(Panel(_headline(d), title=d.verdict, box=box))
     for r in d.reasons:
-        console.print(f"  - {r}", markup=False, highlight=False)
+        console.print(f"  - {shown(d, r)}", markup=False, highlight=False)
     if d.fix:
         console.print()
         console.print(Text("Root cause", style="bold"))
@@ -123,12 +172,12 @@ def render_text(d: Diagnosis, console: Any) -> None:
                           + ", ".join(f"{k}={v}" for k, v in d.fix["job_values"].items()),
                           markup=False, highlight=False)
     if d.collateral:
-        t = Table(title="collateral (consequences)", show_lines=False)
+        t = Table(title="collateral (consequences)", show_lines=False, box=box)
         for col in ("signature", "role", "count", "ranks", "hosts", "first"):
-            t.add_column(col)
+            t.add_column(col, overflow="fold")
         for c in d.collateral[:25]:
             t.add_row(c.signature, c.role, str(c.count), _ranks(c.ranks),
-                      ",".join(c.hosts[:4]) or "-", c.first.where())
+                      ",".join(c.hosts[:4]) or "-", shown(d, c.first.where()))
         console.print(t)
     if d.competing:
         console.print(Text("Competing hypotheses", style="bold"))
@@ -140,10 +189,10 @@ def render_text(d: Diagnosis, console: Any) -> None:
                 console.print(f"      against: {'; '.join(h.evidence_against)}", markup=False,
                               highlight=False)
     if d.rank_fates.num_rows:
-        t = Table(title="rank fates")
+        t = Table(title="rank fates", box=box)
         for col in ("rank", "host", "first error", "exit", "signal", "torn down by", "last step",
                     "last collective"):
-            t.add_column(col)
+            t.add_column(col, overflow="fold")
         for row in d.rank_fates.to_pylist()[:64]:
             t.add_row(*(str(v) if v is not None else "-" for v in (
                 row["rank"], row["host"], row["first_error_signature"], row["exit_code"],
@@ -152,9 +201,9 @@ def render_text(d: Diagnosis, console: Any) -> None:
     if d.divergence:
         console.print(Text("First lines the healthy baseline never printed", style="bold"))
         for row in d.divergence[:40]:
-            console.print(f"  {row['file']}:{row['line']}: {row['text'][:200]}", markup=False,
+            console.print(f"  {shown(d, row['file'])}:{row['line']}: {row['text'][:200]}", markup=False,
                           highlight=False)
     for e in d.errors:
-        console.print(f"unreadable: {e['path']}: {e['message']}", style="red", markup=False)
+        console.print(f"unreadable: {shown(d, e['path'])}: {e['message']}", style="red", markup=False)
     for n in d.notes:
-        console.print(f"note: {n}", style="dim", markup=False)
+        console.print(f"note: {shown(d, n)}", style="dim", markup=False)
