@@ -466,6 +466,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     hidden = shadowed(events, kb)
     live = [e for e in events if e.index not in hidden]
     _global_ranks(live)
+    device_note = _device_ranks(live) if not known_ranks else None
     cands = assemble(live, kb, exit_code=_failed_exit)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
@@ -507,6 +508,8 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
            and abs(c.t - top.t) <= skew.bound and c.head.signature != first.signature]
     if first is not None:
         reasons += _attempt_note(first, events)
+        if device_note and first.rank is not None and _NCCL_DEVICE.search(first.text):
+            reasons.append(device_note)
     if tie:
         reasons.append(
             "indistinguishable: " + ", ".join(f"{c.signature} on host {c.host} ({c.where()})"
@@ -564,6 +567,28 @@ def _global_ranks(events: Sequence[Event]) -> None:
             local.append(pm.group("l"))
         if str(e.rank) in local:
             e.rank = t[e.rank]
+
+
+_NCCL_DEVICE = re.compile(r"(?:^|[\s:])\[(\d{1,3})\] (?:[\w./-]+:\d+ )?NCCL (?:WARN|INFO|ERROR)")
+
+
+def _device_ranks(events: Sequence[Event]) -> str | None:
+    """With no rank anywhere in the job, take NCCL's device index as the rank.
+
+    NCCL prefixes its lines with the CUDA device of the process
+    (``host:pid:tid [3] NCCL WARN``).  That is not a rank in general, but a
+    job (or a paste) that names no rank at all is almost always one process
+    per GPU on one node, where device, local rank and rank coincide.
+    """
+    hit = False
+    for e in events:
+        if e.rank is None:
+            m = _NCCL_DEVICE.search(e.text)
+            if m:
+                e.rank = int(m.group(1))
+                hit = True
+    return ("rank taken from the NCCL device index (nothing else in the logs names a rank; "
+            "one process per GPU on one node assumed)") if hit else None
 
 
 def _node(e: Event) -> str:

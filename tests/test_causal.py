@@ -208,3 +208,26 @@ def test_bucket_fix_quotes_tensor_and_configured_bucket_sizes(kb) -> None:
     assert doc["fix_fields"]["length"] == "622329856" and doc["fix_fields"]["dim_size"] == "500000000"
     assert doc["job_values"]["reduce_bucket_size"].replace(",", "") == "500000000"
     assert "reduce_bucket_size" in doc["fix"] and "allreduce_bucket_size" in doc["fix"]
+
+
+def test_nccl_device_index_is_the_rank_only_when_nothing_names_one(kb) -> None:
+    warn = "node7:946:988 [3] transport/net_ib.cc:839 NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129"
+    r = rank_events(table([{"signature": "any-nccl-warn", "text": warn, "line": 1}]), kb)
+    assert r.initiating is not None and r.initiating.rank == 3
+    assert any("NCCL device index" in x for x in r.reasons)
+    # a job whose lines name ranks: the device index is a GPU, not a rank
+    rows = [{"signature": "any-nccl-warn", "text": warn, "line": 1},
+            {"signature": "cuda-oom", "text": OOM, "rank": 2, "line": 9}]
+    r = rank_events(table(rows), kb)
+    warn_ev = [e for e in r.events if e.signature == "any-nccl-warn"][0]
+    assert warn_ev.rank is None
+
+
+def test_local_ranks_of_a_second_node_become_global(kb) -> None:
+    rows = [{"signature": "any-process-record", "text": "  rank      : 2 (local_rank: 0)", "line": 40,
+             "rank": 2, "host": "node1", "file": "node1/console.log"},
+            {"signature": "os-sigkill", "line": 33, "rank": 0, "host": "node1", "file": "node1/console.log",
+             "text": "E1202 14:38:54.154000 2 api.py:1002] failed (exitcode: -9) local_rank: 0 (pid: 20037) of binary: python"}]
+    r = rank_events(table(rows), kb)
+    kill = [e for e in r.events if e.signature == "os-sigkill"][0]
+    assert kill.rank == 2
