@@ -466,6 +466,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     hidden = shadowed(events, kb)
     live = [e for e in events if e.index not in hidden]
     _global_ranks(live)
+    _pid_ranks(live)
     device_note = _device_ranks(live) if not known_ranks else None
     cands = assemble(live, kb, exit_code=_failed_exit)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
@@ -523,9 +524,25 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
                    incidents=cands, features=X, top=int(order[0]), probability=p_top)
 
 
-def _failed_exit(e: Event) -> bool:
+_SIGNAL_NUMBERS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT": 6, "SIGBUS": 7,
+                   "SIGFPE": 8, "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGTERM": 15}
+
+
+def exit_status(e: Event) -> int | None:
+    """The line's typed exit status: ``exit_code``, else ``-N`` for a ``signal``."""
     code = _num(e.fields, EXIT_FIELDS)
-    return code is not None and int(code) != 0 and int(code) not in AGENT_SIGTERM_CODES
+    if code is not None:
+        return int(code)
+    sig = (e.fields.get(SIGNAL_FIELDS[0]) or "").strip()
+    if sig.isdigit():
+        return -int(sig)
+    n = _SIGNAL_NUMBERS.get(sig.upper().removeprefix("SIGNALS."))
+    return -n if n else None
+
+
+def _failed_exit(e: Event) -> bool:
+    code = exit_status(e)
+    return code is not None and code != 0 and code not in AGENT_SIGTERM_CODES
 
 
 _LOCAL_GLOBAL = (re.compile(r"\brank\s*:\s*(?P<g>\d+)\s*\(local_rank:\s*(?P<l>\d+)\)"),
@@ -567,6 +584,42 @@ def _global_ranks(events: Sequence[Event]) -> None:
             local.append(pm.group("l"))
         if str(e.rank) in local:
             e.rank = t[e.rank]
+
+
+_PID = re.compile(r"\(pid: (\d+)\)|\bpid[=: ]\s*(\d+)|[Kk]illed process (\d+)|[Kk]illing subprocess (\d+)"
+                  r"|\b[Pp]rocess (\d+) (?:exits|exited|spawned|with)|^[\w.-]+:(\d+):\d+ \[\d+\]")
+
+
+def _pid_ranks(events: Sequence[Event]) -> None:
+    """Give a line that names a process id the rank another line names for it.
+
+    Launchers print a worker's pid beside its rank (``local_rank: 2 (pid:
+    20037)``, ``process 22444 spawned with ... --local_rank=1``); the kernel's
+    OOM killer, the scheduler and NCCL's ``host:pid:tid`` name only the pid.
+    A pid seen with two different ranks (reused across restarts) is not used.
+    """
+    table: dict[tuple[str, str], int | None] = {}
+    for e in events:
+        m = _PID.search(e.text)
+        if not m or e.rank is None:
+            continue
+        pid = next(g for g in m.groups() if g)
+        key = (e.host or "", pid)
+        table[key] = e.rank if table.get(key, e.rank) == e.rank else None
+    if not table:
+        return
+    for e in events:
+        if e.rank is not None:
+            continue
+        m = _PID.search(e.text)
+        if m:
+            pid = next(g for g in m.groups() if g)
+            r = table.get((e.host or "", pid))
+            if r is None and not e.host:
+                found = {v for (h, p), v in table.items() if p == pid and v is not None}
+                r = found.pop() if len(found) == 1 else None
+            if r is not None:
+                e.rank = r
 
 
 _NCCL_DEVICE = re.compile(r"(?:^|[\s:])\[(\d{1,3})\] (?:[\w./-]+:\d+ )?NCCL (?:WARN|INFO|ERROR)")
@@ -718,7 +771,7 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
             X[i, col["peer_rarity"]] = 1.0 - max(0, k - 1) / (n_ranks - 1)
         else:
             X[i, col["peer_rarity"]] = 0.5
-        codes = [int(x) for m in c.members if (x := _num(m.fields, EXIT_FIELDS)) is not None]
+        codes = [x for m in c.members if (x := exit_status(m)) is not None]
         failed = [x for x in codes if x != 0 and x not in AGENT_SIGTERM_CODES]
         if failed:
             X[i, col["exit_nonzero"]] = 1.0

@@ -231,3 +231,14 @@ def test_local_ranks_of_a_second_node_become_global(kb) -> None:
     r = rank_events(table(rows), kb)
     kill = [e for e in r.events if e.signature == "os-sigkill"][0]
     assert kill.rank == 2
+
+
+def test_a_pid_named_elsewhere_gives_the_kernel_record_its_rank(kb) -> None:
+    rows = [{"signature": "xid-host-oom-killer", "line": 3, "file": "dmesg.log",
+             "text": "Out of memory: Killed process 20037 (python3) total-vm:81234kB, anon-rss:7000000kB"},
+            {"signature": "os-sigkill", "line": 33, "rank": 2,
+             "text": "E1202 14:38:54.154000 2 api.py:1002] failed (exitcode: -9) local_rank: 2 (pid: 20037) of binary: python"}]
+    r = rank_events(table(rows), kb)
+    oom = [e for e in r.events if e.signature == "xid-host-oom-killer"][0]
+    assert oom.rank == 2
+    assert r.initiating.rank == 2
