@@ -427,10 +427,10 @@ LAUNCHERS = {
              {"launcher": "torchrun", "nnodes": 1}),
     "tr2n": ("tr2n", "torchrun-multi-node", "torchrun, 2 nodes (two agents, c10d rendezvous) x 2 ranks",
              {"launcher": "torchrun", "nnodes": 2}),
-    "dsl": ("dsl", "deepspeed-launcher", "deepspeed launcher, 1 node x 4 ranks, ZeRO-2 on the CPU accelerator",
+    "dsl": ("dsl", "deepspeed-launcher", "deepspeed CLI, 1 node x 4 ranks, ZeRO-2 on the CPU accelerator",
             {"launcher": "deepspeed", "script": "ds_worker.py", "ckpt_every": 0, "requires": "deepspeed",
              "timeout_s": 240, "extra_worker_args": ("--group-timeout",)}),
-    "mpi": ("mpi", "mpirun", "Open MPI mpirun, 1 node x 4 ranks, gloo via env:// from OMPI_COMM_WORLD_*",
+    "mpi": ("mpi", "mpirun", "mpirun (Open MPI), 1 node x 4 ranks, env:// from OMPI_COMM_WORLD_*",
             {"launcher": "mpirun", "requires": "mpirun"}),
 }
 MATRIX_FAULTS = ("sigkill", "sys-exit", "oom-alloc", "hang", "straggler", "never-joins")
@@ -466,7 +466,7 @@ def _matrix_case(lk: str, fault: str) -> Case:
             find = (Find("console", r"mpirun noticed that process rank {rank} with PID \d+ on node \S+ exited on signal 9"),)
             first = "mpirun's"
         return Case(
-            f"{prefix}-sigkill", f"{desc}; {on} is killed by SIGKILL at step 5", fault="sigkill", find=find,
+            f"{prefix}-sigkill", f"{on} is killed by SIGKILL at step 5 ({desc})", fault="sigkill", find=find,
             signature_hint="worker killed by signal 9 (SIGKILL), exit code -9 / signal 9 (Killed)",
             root_cause=f"Rank {r} was killed by SIGKILL (no Python traceback can be printed); its peers lost the gloo connection.",
             fix="Find who sent SIGKILL (kernel OOM killer in dmesg, the scheduler, a watchdog) and address it.",
@@ -487,7 +487,7 @@ def _matrix_case(lk: str, fault: str) -> Case:
             find = (Find("console", r"Process name:\s+\[\[\d+,\d+\],{rank}\]"),)
             first = "mpirun's (the 'Process name: [[job,1],rank]' line of its report; 'Exit code' follows)"
         return Case(
-            f"{prefix}-sys-exit", f"{desc}; {on} calls sys.exit({code}) at step 5", fault="exit", exit_code=code,
+            f"{prefix}-sys-exit", f"{on} calls sys.exit({code}) at step 5 ({desc})", fault="exit", exit_code=code,
             find=find,
             signature_hint=f"worker exited with code {code} (sys.exit, no traceback)",
             root_cause=f"Rank {r} exited with status {code} (sys.exit({code})) in the middle of training; its peers lost the gloo connection.",
@@ -498,7 +498,7 @@ def _matrix_case(lk: str, fault: str) -> Case:
             verdict="failure", **base)
     if fault == "oom-alloc":
         return Case(
-            f"{prefix}-oom-alloc", f"{desc}; {on} runs under RLIMIT_AS (VmSize + 256 MiB) and allocates 4 GiB",
+            f"{prefix}-oom-alloc", f"{on} runs under RLIMIT_AS (VmSize + 256 MiB) and allocates 4 GiB ({desc})",
             fault="rlimit_as_alloc", find=_exc(r"DefaultCPUAllocator: can't allocate memory"),
             signature_hint="host memory allocation failure RuntimeError (DefaultCPUAllocator: can't allocate memory, Error code 12)",
             root_cause=f"Rank {r}'s 4 GiB allocation exceeded its address-space limit (RLIMIT_AS), so the CPU allocator failed with ENOMEM.",
@@ -507,7 +507,7 @@ def _matrix_case(lk: str, fault: str) -> Case:
                    + skew), verdict="failure", **base)
     if fault == "hang":
         return Case(
-            f"{prefix}-hang", f"{desc}; {on} stalls (sleeps, silently) inside step 5; peers' collective times out after 20 s",
+            f"{prefix}-hang", f"{on} stalls (sleeps, silently) inside step 5; peers' collective times out after 20 s ({desc})",
             fault="hang", find=(Find("last-own"),),
             signature_hint="rank stopped making progress (no exception, no output on the hung rank); peers hit gloo 'Timed out waiting 20000ms'",
             root_cause=f"Rank {r} stopped inside step 5 before its backward pass, so the other ranks' gradient collective "
@@ -518,7 +518,7 @@ def _matrix_case(lk: str, fault: str) -> Case:
     if fault == "straggler":
         return Case(
             f"{prefix}-straggler",
-            f"{desc}; {on} computes for 60 s inside step 5, logging progress every ~2 s; peers' collective times out after 20 s",
+            f"{on} computes for 60 s inside step 5, logging progress every ~2 s; peers' collective times out after 20 s ({desc})",
             fault="slow", find=(Find("last-own", r"still computing step="),),
             signature_hint="straggler rank: still computing (progress lines) when the peers' 20 s collective timeout expired",
             root_cause=f"Rank {r} spent far longer than the others in step 5 (real CPU work, still running and logging "
@@ -530,7 +530,7 @@ def _matrix_case(lk: str, fault: str) -> Case:
     if fault == "never-joins":
         return Case(
             f"{prefix}-never-joins",
-            f"{desc}; {on} starts but never joins the process group (never calls init_process_group)",
+            f"{on} starts but never joins the process group (never calls init_process_group) ({desc})",
             fault="never_join", find=(Find("last-own"),),
             signature_hint="rank never joined the process group / store rendezvous; the others time out in init_process_group",
             root_cause=f"Rank {r} started (it logged 'worker starting') but never reached init_process_group, so the others "
