@@ -485,11 +485,12 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     clock = list(skew.evidence) + stall_notes
     completed = any("completion" in marks(kb, e.signature) for e in events)
     if not cands:
-        stop = None if completed else _last_progress(events)
+        stop = None if completed else (_last_progress(events) or _last_marked(events, kb, "start"))
         if stop is not None:
             why = [f"stopped after {stop.where()}"
                    + (f" (rank {stop.rank})" if stop.rank is not None else "")
-                   + ": the logs show progress, then end without a completion line and without an error"]
+                   + ": the job started and made progress, then its logs end without a completion line"
+                   " and without an error"]
             return Ranking(None, 0.0, why + clock, "stopped", skew=skew, events=events,
                            stall_start=stall, stopped_after=stop)
         why = ["no error-like line and no stop before completion"]
@@ -713,6 +714,11 @@ def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ra
         out.append(Incident([last] if last else [], last, rank, last.host if last else None,
                             TIER_COLLATERAL, None, extra))
     return out
+
+
+def _last_marked(events: Sequence[Event], kb: Any, mark: str) -> Event | None:
+    hits = [e for e in events if mark in marks(kb, e.signature)]
+    return max(hits, key=lambda e: (e.t if e.t is not None else -math.inf, e.line), default=None)
 
 
 def _last_progress(events: Sequence[Event]) -> Event | None:
