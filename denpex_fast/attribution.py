@@ -448,10 +448,12 @@ class _Source:
         return self._head
 
 
-def _open_source(name: str) -> _Source:
+def _open_source(name: str, location: str | None = None) -> _Source:
     from .sources import STDIN, path_from_display, sniff
 
     src = _Source(name)
+    if location is not None:
+        name = location
     if name == STDIN:
         src.problem = "stdin"
         return src
@@ -878,7 +880,8 @@ def _line_facts_parallel(text: pa.ChunkedArray, threads: int) -> LineFacts:
 
 def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = True,
               boot_time: BootTime | Mapping[str, BootTime] | None = None,
-              threads: int | None = None) -> Attribution:
+              threads: int | None = None,
+              locations: Mapping[str, str] | None = None) -> Attribution:
     """Fill ``rank``, ``host`` and ``ts`` of a match table (see the module doc).
 
     ``default_tz``: the IANA zone (or ``+HH:MM``) naive timestamps are read
@@ -888,6 +891,8 @@ def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = 
     no file is opened.  ``boot_time``: when dmesg uptimes count from (a
     datetime, epoch seconds or ISO string; or a mapping file name -> one of
     those).  ``threads``: parallel batches (default: all cores).
+    ``locations``: where to read a file whose ``file`` label is not its path
+    (the batch index labels files relative to their job).
 
     Values already in ``rank``/``host``/``ts`` are kept.  Returns an
     :class:`Attribution`; its table has the input's rows in the input's
@@ -912,7 +917,7 @@ def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = 
     if read_context:
         used = np.unique(file_idx).tolist() if n else []
         for f in used:
-            sources[f] = _open_source(names[f])
+            sources[f] = _open_source(names[f], (locations or {}).get(names[f]))
 
     # rank: kept > line > same process > path
     old_rank = _old(table, "rank", pa.int32(), n)

@@ -736,7 +736,8 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
 
     col = {n: i for i, n in enumerate(FEATURE_NAMES)}
     X = np.zeros((len(cands), len(FEATURE_NAMES)))
-    file_rank = {f: i for i, f in enumerate(dict.fromkeys(e.file for e in live))}
+    # ties in time break by file name: the same answer whatever order the files were read in
+    file_rank = {f: i for i, f in enumerate(sorted({e.file for e in live}))}
     timed = sorted((i for i, c in enumerate(cands) if not c.extra.get("virtual")),
                    key=lambda i: (cands[i].t if cands[i].t is not None else math.inf,
                                   file_rank.get(cands[i].file, 0), cands[i].lines[0]))

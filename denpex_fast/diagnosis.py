@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -244,11 +244,14 @@ def _job_root(paths: Any) -> str | None:
 
 def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str = "UTC",
                    attributed: bool | None = None,
-                   novel: set[tuple[str, int]] | None = None) -> Diagnosis:
+                   novel: set[tuple[str, int]] | None = None,
+                   locations: Mapping[str, str] | None = None) -> Diagnosis:
     """Diagnose from an existing match table (attributed or not).
 
     ``novel``: (file, line) of lines a healthy baseline never printed; a
-    candidate holding one gets the ``novel`` feature.
+    candidate holding one gets the ``novel`` feature.  ``locations``: where
+    to read back a file whose ``file`` label is not its path (labels
+    relative to a job), so the answer does not depend on the working directory.
     """
     from .signatures import load_signatures
 
@@ -265,9 +268,9 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
         # ranking keeps only the first and last rows per rank of each run
         table = thin_context(table, kb, keep=PRE_ATTRIBUTION_CONTEXT_ROWS)
 
-        att = attribute(table, default_tz=default_tz)
+        att = attribute(table, default_tz=default_tz, locations=locations)
         table, notes = att.table, list(att.notes)
-    progress = _progress(table)
+    progress = _progress(table, locations)
     ranking = rank_events(table, kb, progress=progress, novel=novel)
     d = _assemble(ranking, table, kb, notes)
     if progress:
@@ -275,12 +278,12 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
     return d
 
 
-def _progress(table: pa.Table) -> dict[int, int]:
+def _progress(table: pa.Table, locations: Mapping[str, str] | None = None) -> dict[int, int]:
     """Last step per rank from the tails of the job's plain files."""
     from .progress import last_steps
 
     names = file_names(table)
-    return last_steps(names) if names else {}
+    return last_steps(names, locations=locations) if names else {}
 
 
 def _with_progress(fates: pa.Table, progress: dict[int, int]) -> pa.Table:

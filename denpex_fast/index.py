@@ -69,11 +69,16 @@ DIAGNOSIS_SCHEMA = pa.schema([
 
 # -- the diagnosis API: every call to it is here ------------------------------
 
-def diagnose_matches(table: pa.Table, signatures: Any) -> tuple[pa.Table, dict[str, Any], pa.Table]:
-    """Attributed match table, summary row and rank fates of one job's matches."""
+def diagnose_matches(table: pa.Table, signatures: Any,
+                     locations: dict[str, str] | None = None) -> tuple[pa.Table, dict[str, Any], pa.Table]:
+    """Attributed match table, summary row and rank fates of one job's matches.
+
+    ``locations``: job-relative label -> local path, so lines are read back
+    from the files themselves whatever the working directory.
+    """
     from .diagnosis import diagnose_table
 
-    d = diagnose_table(table, signatures=signatures)
+    d = diagnose_table(table, signatures=signatures, locations=locations)
     return d.table, d.summary_row(), d.rank_fates
 
 
@@ -476,7 +481,8 @@ def index_job(job: Job, ctx: JobContext, previous: list[dict[str, Any]] | None,
             return JobReport(job.name, "touched", files=len(job.files), size=job.size,
                              seconds=time.perf_counter() - t0)
         table, manifest, scanned = scan_job(job, ctx, on_file)
-        attributed, summary, fates = diagnose_matches(table, ctx.signatures())
+        locations = {f.rel: f.path for f in job.files if job.local and not f.is_tar}
+        attributed, summary, fates = diagnose_matches(table, ctx.signatures(), locations)
         diag = _diagnosis_row(summary, job, manifest, scanned, time.perf_counter() - t0)
         store.commit(job.name, {"matches": attributed, "rank_fates": fates,
                                 "diagnosis": diag, "manifest": manifest})

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
@@ -51,8 +51,12 @@ def _tail_lines(path: str, nbytes: int) -> list[bytes]:
     return lines
 
 
-def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES) -> dict[int, int]:
-    """Highest step number seen per rank in the tail of each plain file."""
+def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES,
+               locations: Mapping[str, str] | None = None) -> dict[int, int]:
+    """Highest step number seen per rank in the tail of each plain file.
+
+    ``locations``: where to read a file whose label is not its path.
+    """
     from .attribution import line_facts, path_facts
 
     out: dict[int, int] = {}
@@ -61,7 +65,7 @@ def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES) -> dict[in
             continue
         texts: list[str] = []
         steps: list[int] = []
-        for raw in _tail_lines(name, tail_bytes):
+        for raw in _tail_lines((locations or {}).get(name, name), tail_bytes):
             for rx in STEP_FORMS:
                 m = rx.search(raw)
                 if m:
