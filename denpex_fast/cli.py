@@ -9,6 +9,7 @@ stderr, so stdout stays machine-readable.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -262,8 +263,10 @@ def _print_stats(console: Any, result: Any) -> None:
 
 @main.command("diagnose")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
-              show_default=True, help="Report format on stdout.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "sarif", "github"]),
+              default="text", show_default=True,
+              help="Report format on stdout: text, json (denpex.diagnosis/1), markdown, sarif "
+                   "(SARIF 2.1.0) or github (workflow annotations).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
               help="Extra signature directory or file, overriding built-ins by id (repeatable).")
@@ -281,16 +284,23 @@ def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs
     """Diagnose a failed job: the rank and line that failed first, the collateral,
     the fix and the command that verifies it.
 
-    PATHS: a job directory (one file per rank, a torchrun --log-dir tree, Slurm
-    outputs per node), files, .gz/.zst, or - for a pasted log on stdin.
-    Exit status: 0 no failure found, 1 failure diagnosed, 2 error.
+    PATHS: one job: a job directory (one file per rank, a torchrun --log-dir
+    tree, Slurm outputs per node), its files, .gz/.zst, or - for a pasted log
+    on stdin.  Verdicts: failure, suspect, stopped, incomplete, no-failure-found.
+    Exit status: 0 no failure found, 1 any other verdict, 2 usage or input error.
     """
     from .diagnosis import diagnose
     from .errors import DenpexError
-    from .report import render_text, to_json, to_markdown
+    from .report import render_text, to_github, to_json, to_markdown, to_sarif
     from .scanner import Scanner
 
     console = _stderr_console()
+    dirs = [p for p in paths if p != "-" and os.path.isdir(p)]
+    if len(dirs) > 1:
+        console.print(f"denpex: {len(dirs)} directories given ({', '.join(dirs[:3])}...): diagnose one "
+                      "job at a time (name the job's own directory, or list its files)",
+                      style="red", markup=False)
+        sys.exit(EXIT_ERROR)
     try:
         scanner = Scanner(list(signature_dirs) or None)
         d = diagnose(list(paths), scanner=scanner, threads=threads, default_tz=default_tz,
@@ -298,20 +308,49 @@ def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs
     except (DenpexError, OSError, ValueError) as exc:
         console.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback, for a user at a shell
+        console.print(f"denpex: internal error: {type(exc).__name__}: {exc}", style="red",
+                      markup=False)
+        sys.exit(EXIT_ERROR)
+    if d.stats.get("files", 0) == 0:
+        for e in d.errors:
+            console.print(f"denpex: {e.get('path')}: {e.get('message')}", style="red", markup=False)
+        if not d.errors:
+            console.print("denpex: no file to read", style="red", markup=False)
+        sys.exit(EXIT_ERROR)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(to_json(d))
     elif fmt == "markdown":
         click.echo(to_markdown(d))
+    elif fmt == "sarif":
+        click.echo(to_sarif(d))
+    elif fmt == "github":
+        click.echo(to_github(d))
     else:
         from rich.console import Console
 
         render_text(d, Console(highlight=False))
-    if d.stats.get("files", 0) == 0:
-        sys.exit(EXIT_ERROR)
     if exit_zero or d.verdict == "no-failure-found":
         sys.exit(EXIT_MATCH)
     sys.exit(EXIT_NONE)
+
+
+@main.command("schema")
+@click.argument("name", type=click.Choice(["diagnosis", "signatures", "matches", "rank-fates",
+                                           "manifest", "diagnosis-rows"]))
+def schema_cmd(name: str) -> None:
+    """Print a published contract: the JSON Schema of a diagnosis or a
+    signature file, or the Arrow schema (as JSON) of the match table, the
+    rank fates, or the index's manifest/diagnosis datasets."""
+    from .schema import describe
+
+    try:
+        click.echo(describe(name))
+    except ModuleNotFoundError as exc:
+        click.echo(f"denpex: {exc.name} is needed for this schema: pip install 'denpex_fast[index]'",
+                   err=True)
+        sys.exit(EXIT_ERROR)
 
 
 def sample_job_path() -> Path:

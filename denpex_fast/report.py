@@ -207,3 +207,55 @@ def render_text(d: Diagnosis, console: Any) -> None:
         console.print(f"unreadable: {shown(d, e['path'])}: {e['message']}", style="red", markup=False)
     for n in d.notes:
         console.print(f"note: {shown(d, n)}", style="dim", markup=False)
+
+
+def _level(d: Diagnosis) -> str:
+    return "error" if d.verdict == "failure" else "warning"
+
+
+def to_sarif(d: Diagnosis) -> str:
+    """SARIF 2.1.0 for code-scanning UIs: one result for the initiating
+    incident (rule = its signature, location = its file and line)."""
+    results: list[dict[str, Any]] = []
+    rules: list[dict[str, Any]] = []
+    i = d.initiating
+    if i is not None:
+        fix = d.fix or {}
+        rules.append({"id": i.signature, "shortDescription": {"text": fix.get("title") or i.signature},
+                      "help": {"text": f"{fix.get('fix') or ''}\nVerify: {fix.get('verify') or ''}".strip()}})
+        results.append({
+            "ruleId": i.signature, "level": _level(d),
+            "message": {"text": f"{_headline(d)}: {i.signature} on rank "
+                                f"{i.rank if i.rank is not None else '?'}: {i.text[:500]}"},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": shown(d, i.file)},
+                                                "region": {"startLine": i.line}}}],
+            "properties": {"confidence": round(d.confidence, 3), "verdict": d.verdict,
+                           "rank": i.rank, "host": i.host}})
+    elif d.verdict != "no-failure-found":
+        results.append({"ruleId": d.verdict, "level": "warning",
+                        "message": {"text": shown(d, _headline(d))}})
+        rules.append({"id": d.verdict, "shortDescription": {"text": d.verdict}})
+    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
+           "runs": [{"tool": {"driver": {"name": "denpex", "informationUri":
+                                         "https://pypi.org/project/denpex_fast/", "rules": rules}},
+                     "results": results}]}
+    return json.dumps(doc, indent=2)
+
+
+def _gh_escape(text: str, prop: bool = False) -> str:
+    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return out.replace(":", "%3A").replace(",", "%2C") if prop else out
+
+
+def to_github(d: Diagnosis) -> str:
+    """GitHub Actions workflow commands: an ``::error``/``::warning``
+    annotation on the initiating line (``::notice`` when nothing failed)."""
+    i = d.initiating
+    if i is None:
+        kind = "notice" if d.verdict == "no-failure-found" else "warning"
+        return f"::{kind} title=denpex {d.verdict}::{_gh_escape(shown(d, _headline(d)))}"
+    title = f"denpex {d.verdict}: {i.signature} (rank {i.rank if i.rank is not None else '?'})"
+    fix = (d.fix or {}).get("fix") or ""
+    msg = f"{i.text[:500]}\n{fix}".strip()
+    return (f"::{_level(d)} file={_gh_escape(shown(d, i.file), True)},line={i.line},"
+            f"title={_gh_escape(title, True)}::{_gh_escape(msg)}")
