@@ -115,6 +115,7 @@ class Diagnosis:
     incident: list[dict[str, Any]] = field(default_factory=list)  # lines of the initiating incident
     stopped_after: Event | None = None  # verdict "stopped": the last progress line seen
     root: str | None = None           # the job directory diagnosed (reports show paths below it)
+    resume: Any = None                # denpex_fast.resume.Resume: where to resume, and whether it is safe
     # the ranking's candidates and their features (for evaluation and reports)
     candidates_incidents: list[Any] = field(default_factory=list, repr=False)
     ranking_features: Any = field(default=None, repr=False)
@@ -133,6 +134,7 @@ class Diagnosis:
             "initiating": init,
             "suspect_rank": self.suspect_rank,
             "stopped_after": self.stopped_after.to_dict() if self.stopped_after else None,
+            "resume_from": self.resume.to_dict() if self.resume is not None else None,
             "confidence": round(self.confidence, 3),
             "score": round(self.score, 3),
             "reasons": self.reasons,
@@ -309,6 +311,14 @@ def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnos
                   stats={"matches": table.num_rows}, notes=notes)
     d.score = r.probability
     d.stopped_after = r.stopped_after
+    from .resume import resume_point
+
+    if first is not None or r.stopped_after is not None or r.suspect_rank is not None:
+        cut = inc.t if inc is not None else None
+        d.resume = resume_point(r.events, kb, before=first if cut is None else None,
+                                before_t=cut if cut is not None else (
+                                    r.stopped_after.t if r.stopped_after is not None else None),
+                                suspect_rank=r.suspect_rank)
     d.candidates_incidents = list(r.incidents)
     d.ranking_features = r.features
     d.initiating_incident = inc

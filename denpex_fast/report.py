@@ -74,6 +74,14 @@ def _headline(d: Diagnosis) -> str:
     return d.verdict
 
 
+def _resume_line(d: Diagnosis) -> str:
+    r = d.resume
+    what = (f"step {r.step}" if r.step is not None else "the checkpoint") + (
+        f" ({r.path})" if r.path else "")
+    verdict = "safe" if r.safe else "NOT safe"
+    return f"{what}, written at {r.event.where()}: {verdict}: {r.reason}"
+
+
 def to_markdown(d: Diagnosis) -> str:
     """Markdown for tickets and CI step summaries."""
     lines = ["# denpex diagnosis", "", f"**Verdict:** {_headline(d)}", ""]
@@ -84,6 +92,8 @@ def to_markdown(d: Diagnosis) -> str:
                   f"{_md_code(shown(d, i.where()))} — confidence {d.confidence:.2f}", "",
                   "```text", i.text, "```", ""]
     lines += ["## Why", ""] + [f"- {shown(d, r)}" for r in d.reasons] + [""]
+    if d.resume is not None:
+        lines += ["## Where to resume", "", shown(d, _resume_line(d)), ""]
     if d.fix:
         lines += ["## Root cause", "", d.fix["root_cause"], "", "## Fix", "", d.fix["fix"], "",
                   "## Verify", "", "```sh", d.fix["verify"].strip("`"), "```", "", "## Checklist", ""]
@@ -152,6 +162,9 @@ def render_text(d: Diagnosis, console: Any) -> None:
         console.print(Panel(_headline(d), title=d.verdict, box=box))
     for r in d.reasons:
         console.print(f"  - {shown(d, r)}", markup=False, highlight=False)
+    if d.resume is not None:
+        console.print(Text("Where to resume", style="bold"))
+        console.print(f"  {shown(d, _resume_line(d))}", markup=False, highlight=False)
     if d.fix:
         console.print()
         console.print(Text("Root cause", style="bold"))
@@ -230,7 +243,8 @@ def to_sarif(d: Diagnosis) -> str:
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": shown(d, i.file)},
                                                 "region": {"startLine": i.line}}}],
             "properties": {"confidence": round(d.confidence, 3), "verdict": d.verdict,
-                           "rank": i.rank, "host": i.host}})
+                           "rank": i.rank, "host": i.host,
+                           "resume_from": d.resume.to_dict() if d.resume is not None else None}})
     elif d.verdict != "no-failure-found":
         results.append({"ruleId": d.verdict, "level": "warning",
                         "message": {"text": shown(d, _headline(d))}})
@@ -257,5 +271,7 @@ def to_github(d: Diagnosis) -> str:
     title = f"denpex {d.verdict}: {i.signature} (rank {i.rank if i.rank is not None else '?'})"
     fix = (d.fix or {}).get("fix") or ""
     msg = f"{i.text[:500]}\n{fix}".strip()
+    if d.resume is not None:
+        msg += f"\nResume: {shown(d, _resume_line(d))}"
     return (f"::{_level(d)} file={_gh_escape(shown(d, i.file), True)},line={i.line},"
             f"title={_gh_escape(title, True)}::{_gh_escape(msg)}")

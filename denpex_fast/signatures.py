@@ -120,6 +120,8 @@ MARKS: Mapping[str, str] = MappingProxyType({
     "agent-teardown": "the launcher's agent stopped this rank because another one failed",
     "scheduler-teardown": "the scheduler or orchestrator stopped the job (cancel, time limit)",
     "completion": "the job or its training loop finished normally",
+    "checkpoint-saved": "a checkpoint was written (its step and path in the fields): the report "
+                        "names the last one before the failure as the resume point",
     "start": "the launcher started the job's workers or the training loop began: a job that "
              "started and never completed is not healthy",
     "anonymous-exit": "reports that a worker failed without reliably naming which one: the "
