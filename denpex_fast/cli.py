@@ -263,10 +263,14 @@ def _print_stats(console: Any, result: Any) -> None:
 
 @main.command("diagnose")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "sarif", "github"]),
+@click.option("--format", "fmt",
+              type=click.Choice(["text", "json", "markdown", "sarif", "github", "html"]),
               default="text", show_default=True,
-              help="Report format on stdout: text, json (denpex.diagnosis/1), markdown, sarif "
-                   "(SARIF 2.1.0) or github (workflow annotations).")
+              help="Report format: text, json (denpex.diagnosis/1), markdown, sarif (SARIF 2.1.0), "
+                   "github (workflow annotations) or html (one self-contained page with a "
+                   "per-rank timeline; use -o).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the report to this file instead of stdout.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
               help="Extra signature directory or file, overriding built-ins by id (repeatable).")
@@ -280,7 +284,7 @@ def _print_stats(console: Any, result: Any) -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when a failure was diagnosed.")
 def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs: tuple[str, ...],
                  threads: int | None, default_tz: str, exit_zero: bool,
-                 baseline: tuple[str, ...] = ()) -> None:
+                 baseline: tuple[str, ...] = (), output: str | None = None) -> None:
     """Diagnose a failed job: the rank and line that failed first, the collateral,
     the fix and the command that verifies it.
 
@@ -319,18 +323,36 @@ def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs
             console.print("denpex: no file to read", style="red", markup=False)
         sys.exit(EXIT_ERROR)
     fmt = "json" if as_json else fmt
+    out = None
     if fmt == "json":
-        click.echo(to_json(d))
+        out = to_json(d)
     elif fmt == "markdown":
-        click.echo(to_markdown(d))
+        out = to_markdown(d)
     elif fmt == "sarif":
-        click.echo(to_sarif(d))
+        out = to_sarif(d)
     elif fmt == "github":
-        click.echo(to_github(d))
+        out = to_github(d)
+    elif fmt == "html":
+        from .timeline import to_html
+
+        out = to_html(d)
+    if out is not None and output:
+        try:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(out + "\n")
+        except OSError as exc:
+            console.print(f"denpex: {output}: {exc.strerror or exc}", style="red", markup=False)
+            sys.exit(EXIT_ERROR)
+    elif out is not None:
+        click.echo(out)
     else:
         from rich.console import Console
 
-        render_text(d, Console(highlight=False))
+        if output:
+            with open(output, "w", encoding="utf-8") as f:
+                render_text(d, Console(file=f, highlight=False, width=100))
+        else:
+            render_text(d, Console(highlight=False))
     if exit_zero or d.verdict == "no-failure-found":
         sys.exit(EXIT_MATCH)
     sys.exit(EXIT_NONE)

@@ -116,6 +116,8 @@ class Diagnosis:
     stopped_after: Event | None = None  # verdict "stopped": the last progress line seen
     root: str | None = None           # the job directory diagnosed (reports show paths below it)
     resume: Any = None                # denpex_fast.resume.Resume: where to resume, and whether it is safe
+    events: list[Event] = field(default_factory=list, repr=False)   # the ranked events (timeline)
+    kb: Any = field(default=None, repr=False)
     # the ranking's candidates and their features (for evaluation and reports)
     candidates_incidents: list[Any] = field(default_factory=list, repr=False)
     ranking_features: Any = field(default=None, repr=False)
@@ -311,6 +313,7 @@ def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnos
                   stats={"matches": table.num_rows}, notes=notes)
     d.score = r.probability
     d.stopped_after = r.stopped_after
+    d.events, d.kb = events, kb
     from .resume import resume_point
 
     if first is not None or r.stopped_after is not None or r.suspect_rank is not None:

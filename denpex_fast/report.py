@@ -162,6 +162,14 @@ def render_text(d: Diagnosis, console: Any) -> None:
         console.print(Panel(_headline(d), title=d.verdict, box=box))
     for r in d.reasons:
         console.print(f"  - {shown(d, r)}", markup=False, highlight=False)
+    from .timeline import text_timeline
+
+    rows = text_timeline(d)
+    if len(rows) > 1:
+        console.print(Text("Timeline (= progress, x first error, ! initiating, | exit/teardown)",
+                           style="bold"))
+        for row in rows:
+            console.print(f"  {row}", markup=False, highlight=False)
     if d.resume is not None:
         console.print(Text("Where to resume", style="bold"))
         console.print(f"  {shown(d, _resume_line(d))}", markup=False, highlight=False)
