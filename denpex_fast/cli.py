@@ -8,6 +8,7 @@ stderr, so stdout stays machine-readable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -122,7 +123,29 @@ def _progress(console: Any, enabled: bool) -> Any:
     return _byte_progress(console, "scanning")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: optional modules -> the extra that installs them
+EXTRAS = {"duckdb": "index", "fsspec": "index", "xxhash": "index", "dask": "dask",
+          "distributed": "dask"}
+
+
+class _Group(click.Group):
+    """The command group: a missing optional dependency is one line naming
+    the ``pip install`` that fixes it, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:
+            top = (exc.name or "").split(".")[0]
+            if top not in EXTRAS:
+                raise
+            _stderr_console().print(
+                f"denpex: this command needs {top}: pip install 'denpex_fast[{EXTRAS[top]}]'",
+                style="red", markup=False)
+            sys.exit(EXIT_ERROR)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="denpex_fast")
 def main() -> None:
     """Index and diagnose distributed-training failure logs."""
@@ -307,8 +330,11 @@ def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs
         sys.exit(EXIT_ERROR)
     try:
         scanner = Scanner(list(signature_dirs) or None)
-        d = diagnose(list(paths), scanner=scanner, threads=threads, default_tz=default_tz,
-                     baseline=list(baseline) or None)
+        # a spinner with the elapsed time on stderr, only on a terminal
+        status = console.status("diagnosing...") if console.is_terminal else contextlib.nullcontext()
+        with status:
+            d = diagnose(list(paths), scanner=scanner, threads=threads, default_tz=default_tz,
+                         baseline=list(baseline) or None)
     except (DenpexError, OSError, ValueError) as exc:
         console.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)

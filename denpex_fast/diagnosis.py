@@ -51,7 +51,7 @@ RANK_FATE_SCHEMA = pa.schema([
     pa.field("torn_down_by", pa.string()),
     pa.field("last_step", pa.int64()),
     pa.field("last_collective_seq", pa.int64()),
-])
+], metadata={b"denpex.schema": b"denpex.rank-fates/1"})
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV",
            15: "SIGTERM"}

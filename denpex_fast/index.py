@@ -53,7 +53,7 @@ TS = pa.timestamp("us", tz="UTC")
 MANIFEST_SCHEMA = pa.schema([
     ("path", pa.string()), ("size", pa.int64()), ("mtime", TS), ("hash", pa.string()),
     ("status", pa.string()), ("error", pa.string()),
-])
+], metadata={b"denpex.schema": b"denpex.manifest/1"})
 
 DIAGNOSIS_SCHEMA = pa.schema([
     ("initiating_signature", pa.string()), ("initiating_rank", pa.int32()),
@@ -64,7 +64,7 @@ DIAGNOSIS_SCHEMA = pa.schema([
     # added by the index
     ("scanned_at", TS), ("last_modified", TS), ("n_files", pa.int64()),
     ("n_file_errors", pa.int64()), ("bytes_scanned", pa.int64()), ("seconds", pa.float64()),
-])
+], metadata={b"denpex.schema": b"denpex.diagnosis-rows/1"})
 
 
 # -- the diagnosis API: every call to it is here ------------------------------
@@ -453,7 +453,7 @@ def _diagnosis_row(summary: dict[str, Any], job: Job, manifest: pa.Table, scanne
     for k, v in row.items():  # keys a newer diagnosis adds are kept, typed by value
         if k not in known:
             fields.append(pa.field(k, pa.scalar(v).type if v is not None else pa.string()))
-    schema = pa.schema(fields)
+    schema = pa.schema(fields, metadata=DIAGNOSIS_SCHEMA.metadata)
     return pa.Table.from_pylist([{k: row.get(k) for k in schema.names}], schema=schema)
 
 

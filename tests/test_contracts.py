@@ -5,6 +5,7 @@ formats (SARIF, GitHub annotations) and exit statuses say what they mean."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -73,3 +74,38 @@ def test_exit_statuses(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "nope" in missing.stderr and missing.stdout == ""
     two = _denpex("diagnose", str(SAMPLE), str(healthy), cwd=tmp_path)
     assert two.returncode == 2 and "one job at a time" in two.stderr.replace("\n", " ")
+
+
+def test_missing_extra_names_the_install(tmp_path: Path) -> None:
+    # a sitecustomize that hides duckdb, as on a machine without the [index] extra
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import sys\nclass _Hide:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'duckdb':\n            raise ModuleNotFoundError(\"No module named 'duckdb'\", name='duckdb')\n"
+        "        return None\nsys.meta_path.insert(0, _Hide())\n")
+    env = {**os.environ, "PYTHONPATH": str(shim)}
+    out = subprocess.run([sys.executable, "-m", "denpex_fast.cli", "query", str(tmp_path), "select 1"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert out.returncode == 2
+    assert "pip install 'denpex_fast[index]'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_every_verdict_is_reached_by_a_real_case(tmp_path: Path) -> None:
+    import gzip
+
+    gen = HERE / "corpus" / "cases"
+    healthy = log_files(gen / "001-healthy-single")
+    assert dx.diagnose(healthy).verdict == "no-failure-found"
+    assert dx.diagnose(log_files(gen / "008-sigkill-rank")).verdict in ("failure", "suspect")
+    hang = json.loads((gen / "007-collective-timeout-hang" / "truth.json").read_text())
+    assert dx.diagnose(log_files(gen / "007-collective-timeout-hang")).suspect_rank == hang["initiating"]["rank"]
+    if (gen / "053-tr1n-healthy-cut").is_dir():
+        assert dx.diagnose(log_files(gen / "053-tr1n-healthy-cut")).verdict == "stopped"
+    # a healthy job with one file cut inside its gzip stream: never an all-clear
+    cut = tmp_path / "cut.log.gz"
+    data = gzip.compress(Path(healthy[0]).read_bytes())
+    cut.write_bytes(data[: len(data) // 2])
+    d = dx.diagnose([*healthy, str(cut)])
+    assert d.verdict == "incomplete" and d.errors and d.errors[0]["path"].endswith("cut.log.gz")
+    assert d.to_dict()["verdict"] == "incomplete"

@@ -58,3 +58,21 @@ def test_index_and_diagnose_agree_from_any_directory(tmp_path: Path,
                                            r["initiating_line"]), name
         mine = matches.filter(pc.equal(matches.column("job"), name))
         assert _rows(mine, None) == _rows(d.table, root / name), name
+
+
+def test_every_dataset_names_its_schema_version(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from denpex_fast.index import build_index
+
+    root = tmp_path / "archive"
+    shutil.copytree(HERE / "corpus" / "cases" / "008-sigkill-rank", root / "job",
+                    ignore=shutil.ignore_patterns("truth.json"))
+    build_index(str(root), str(tmp_path / "idx"), threads=1)
+    want = {"matches": "denpex.matches/1", "diagnosis": "denpex.diagnosis-rows/1",
+            "rank_fates": "denpex.rank-fates/1", "manifest": "denpex.manifest/1"}
+    for name, version in want.items():
+        files = sorted((tmp_path / "idx" / name).rglob("*.parquet"))
+        assert files, name
+        meta = pq.read_schema(files[0]).metadata or {}
+        assert meta.get(b"denpex.schema") == version.encode(), name
