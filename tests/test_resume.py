@@ -65,3 +65,11 @@ def test_a_job_cut_mid_run_resumes_from_its_last_checkpoint() -> None:
     d = dx.diagnose(log_files(case))
     assert d.verdict == "stopped"
     assert d.resume is not None and d.resume.safe and d.resume.step == 6
+
+
+def test_a_real_job_killed_after_two_checkpoints_resumes_from_the_last() -> None:
+    case = Path(__file__).parent / "corpus" / "cases" / "054-ckpt-before-sigkill"
+    d = dx.diagnose(log_files(case))
+    assert d.initiating is not None and d.initiating.rank == 1
+    assert d.resume is not None and d.resume.step == 6 and d.resume.safe
+    assert d.resume.path and d.resume.path.endswith("ckpt-step00006.pt")

@@ -563,6 +563,26 @@ def _matrix_cases() -> list[Case]:
 
 CASES += _matrix_cases()
 
+# Where to resume: checkpoints written before the fault (the report names the
+# last one and says it is safe).
+CASES.append(Case(
+    "ckpt-before-sigkill",
+    "rank 0 checkpoints every 3 steps; rank 1 is killed by SIGKILL at step 8 (after the step-6 checkpoint)",
+    fault="sigkill",
+    fault_rank=1,
+    fault_step=8,
+    ckpt_every=3,
+    find=(
+        Find("console", r"failed \(exitcode: -9\) local_rank: {local_rank} \(pid: {pid}\)"),
+        Find("console", r"Signal 9 \(SIGKILL\) received by PID {pid}"),
+    ),
+    signature_hint="worker killed by signal 9 (SIGKILL); the last checkpoint (step 6) was written before it",
+    root_cause="Rank 1 was killed by SIGKILL at step 8; rank 0 had written checkpoints at steps 3 and 6.",
+    fix="Find who sent SIGKILL and address it; resume from the step-6 checkpoint, written before the kill.",
+    notes="The resume point of this job is the step-6 checkpoint (safe: written before the fault).",
+    verdict="failure",
+))
+
 CASE_BY_NAME = {c.name: c for c in CASES}
 
 
