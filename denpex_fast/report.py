@@ -91,6 +91,12 @@ def to_markdown(d: Diagnosis) -> str:
                   f"{i.rank if i.rank is not None else '?'} (host {i.host or '?'}) at "
                   f"{_md_code(shown(d, i.where()))} — confidence {d.confidence:.2f}", "",
                   "```text", i.text, "```", ""]
+    from .timeline import lines_around
+
+    around = lines_around(d, before=8, after=2)
+    if around:
+        lines += ["```text"] + [f"{n:>7}{'>' if i is not None and n == i.line else ' '} {x}"
+                                for n, x in around] + ["```", ""]
     lines += ["## Why", ""] + [f"- {shown(d, r)}" for r in d.reasons] + [""]
     if d.resume is not None:
         lines += ["## Where to resume", "", shown(d, _resume_line(d)), ""]
@@ -158,6 +164,12 @@ def render_text(d: Diagnosis, console: Any) -> None:
         head.append(f"\n{i.text}\n", style="yellow")
         head.append(f"confidence {d.confidence:.2f}", style="bold")
         console.print(Panel(head, title=f"{_headline(d)}: initiating event", expand=True, box=box))
+        from .timeline import lines_around
+
+        for n, x in lines_around(d, before=8, after=2):
+            console.print(f"{n:>7}{'>' if n == i.line else ' '} {x}", markup=False,
+                          highlight=False, style=None if n == i.line else "dim", overflow="crop",
+                          no_wrap=True)
     else:
         console.print(Panel(_headline(d), title=d.verdict, box=box))
     for r in d.reasons:

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from .causal import STEP_FIELDS, Event, _num
 
 LANE_H = 26
@@ -113,6 +115,53 @@ def text_timeline(d: Any, width: int = 56) -> list[str]:
     return rows
 
 
+AROUND_BYTES = 16 << 10   # read at most this much on each side of the initiating line
+
+
+def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str]]:
+    """(line number, text) of the lines around the initiating line, read from
+    its file at the line's byte offset (plain files only; bounded reads)."""
+    import os
+
+    import pyarrow.compute as pc
+
+    from .sources import path_from_display
+
+    i = getattr(d, "initiating", None)
+    t = getattr(d, "table", None)
+    if i is None or t is None or not t.num_rows:
+        return []
+    mask = pc.and_(pc.equal(t.column("file").cast(pa.string()), i.file),
+                   pc.equal(t.column("line"), i.line))
+    rows = t.filter(mask)
+    if not rows.num_rows:
+        return []
+    offset = int(rows.column("offset")[0].as_py())
+    try:
+        path = path_from_display(i.file)
+        with open(path, "rb") as f:
+            head = f.read(4)
+            if head[:2] == b"\x1f\x8b" or head == b"\x28\xb5\x2f\xfd":
+                return []          # compressed: offsets are in the decompressed stream
+            start = max(0, offset - AROUND_BYTES)
+            f.seek(start)
+            buf = f.read(offset - start + AROUND_BYTES)
+    except (OSError, ValueError):
+        return []
+    if not os.path.isfile(path):
+        return []
+    pre = buf[: offset - start].split(b"\n")
+    if start > 0:
+        pre = pre[1:]              # the first piece may be a partial line
+    pre = pre[:-1] if pre and pre[-1] == b"" else pre
+    post = buf[offset - start:].split(b"\n")
+    if len(buf) == offset - start + AROUND_BYTES:
+        post = post[:-1]           # the last piece may be a partial line
+    out = [(i.line - len(pre[-before:]) + k, x) for k, x in enumerate(pre[-before:])]
+    out += [(i.line + k, x) for k, x in enumerate(post[: after + 1])]
+    return [(n, x.decode("utf-8", "replace").rstrip("\r")) for n, x in out]
+
+
 def _esc(text: str) -> str:
     return html.escape(text, quote=True)
 
@@ -176,7 +225,12 @@ def to_html(d: Any, title: str = "denpex diagnosis") -> str:
                       f"{'safe' if resume.safe else 'NOT safe'}: {_esc(resume.reason)}</p>")
     inc = getattr(d, "initiating_incident", None)
     lines = ""
-    if inc is not None and inc.members:
+    around = lines_around(d)
+    if around and init is not None:
+        lines = (f"<h3>Around {_esc(shown(d, init.where()))}</h3><pre class=\"around\">" + "\n".join(
+            (f"<b>{n:>7}  {_esc(x)}</b>" if n == init.line else f"{n:>7}  {_esc(x)}")
+            for n, x in around) + "</pre>")
+    elif inc is not None and inc.members:
         lines = ("<h3>The initiating incident</h3><pre class=\"incident\">" + "\n".join(
             f"{_esc(shown(d, m.where()))}  {_esc(m.text)}" for m in inc.members) + "</pre>")
     style = ("body{font:14px system-ui,sans-serif;margin:16px;color:#222}"
