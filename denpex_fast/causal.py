@@ -741,7 +741,9 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
     timed = sorted((i for i, c in enumerate(cands) if not c.extra.get("virtual")),
                    key=lambda i: (cands[i].t if cands[i].t is not None else math.inf,
                                   file_rank.get(cands[i].file, 0), cands[i].lines[0]))
-    symptoms = {e.signature for e in live if e.role == "symptom"}
+    # what the job's symptoms and wrappers say caused them
+    symptoms = {e.signature for e in live if e.role == "symptom"
+                or "wrapper" in marks(kb, e.signature)}
     ranks_by_template: dict[str, set[int]] = defaultdict(set)
     for e in live:
         if e.role != "context" and e.rank is not None:

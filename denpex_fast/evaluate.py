@@ -259,6 +259,10 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
 
     truth = json.loads((case / "truth.json").read_text())
     init = truth.get("initiating") or {}
+    sub = ""
+    if not init and truth.get("initiating_signature"):   # incident write-up format: text, no line
+        init = {"rank": truth.get("initiating_rank")}
+        sub = str(truth["initiating_signature"])
     expected = _expected(truth)
     t_rank = init.get("rank")
     t_file, t_line = init.get("file"), init.get("line")
@@ -266,6 +270,7 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     t_text = _bare(init.get("text") or "")
     downstream = {_bare(x.get("text") or "") for x in truth.get("downstream") or []
                   if isinstance(x, dict)} - {""}
+    downstream |= {_bare(x) for x in truth.get("downstream_signatures") or [] if isinstance(x, str)}
     base = {"failure_class": _failure_class(truth), "expected": expected,
             "group": _group(case, truth), "partition": partition(case)}
     try:
@@ -281,7 +286,9 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     def hits(file: str | None, lines: tuple[int, int] | None, texts: Sequence[str],
              rank: int | None) -> tuple[bool, bool]:
         line_ok = False
-        if t_where is None:
+        if sub:
+            line_ok = any(sub in x for x in texts)  # the truth quotes the message, not a line
+        elif t_where is None:
             line_ok = True                      # the truth names a rank only
         elif file is not None and lines is not None:
             line_ok = (rel(file) == t_file and lines[0] <= t_line <= lines[1]) or (
@@ -294,8 +301,8 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     for inc in d.candidates_incidents:
         h = inc.head
         if h is None:
-            lh, rh = hits(None, None, None, inc.rank)
-            lh = t_where is None
+            lh, rh = hits(None, None, [], inc.rank)
+            lh = t_where is None and not sub
         else:
             lh, rh = hits(h.file, inc.lines, [m.text for m in inc.members], inc.rank)
         labels.append(lh and rh)
@@ -306,7 +313,7 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     if i is not None and inc is not None:
         line_hit, rank_hit = hits(i.file, inc.lines, [m.text for m in inc.members], rank)
     else:
-        line_hit, rank_hit = (t_where is None and d.suspect_rank is not None), (
+        line_hit, rank_hit = (t_where is None and not sub and d.suspect_rank is not None), (
             t_rank is not None and d.suspect_rank == t_rank)
     if expected == "failure":
         right = d.verdict in FAILED_VERDICTS and line_hit and rank_hit

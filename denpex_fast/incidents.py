@@ -20,7 +20,9 @@ named by) is found from knowledge-base data only:
    the print order;
 2. otherwise the best tier (:func:`tier`): a specific cause, a rank's own
    symptom, an open-world (``catch-all``) line, a ``wrapper``, a collateral
-   symptom; within a tier the earliest line.
+   symptom; within a tier the earliest line.  Beside a wrapper, open-world
+   lines count only when the wrapper's ``caused_by`` reaches them (its own
+   exception lines restate it).
 """
 
 from __future__ import annotations
@@ -96,7 +98,13 @@ class Incident:
 
 
 def _head(members: Sequence[Any], kb: Any) -> Any:
-    best = min(members, key=lambda e: (tier(e, kb), e.line))
+    tiers = {id(m): tier(m, kb) for m in members}
+    pool = list(members)
+    if any(t == TIER_WRAPPER for t in tiers.values()):
+        # a wrapper's own exception lines only restate it (``ncclSystemError:``
+        # under ``NCCL error in:``): open-world lines win only through caused_by
+        pool = [m for m in members if tiers[id(m)] != TIER_OPEN] or pool
+    best = min(pool, key=lambda e: (tiers[id(e)], e.line))
     seen = {id(best)}
     while True:
         deeper = [m for m in members if id(m) not in seen and m.signature in caused_by(kb, best.signature)
