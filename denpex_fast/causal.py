@@ -738,9 +738,15 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
     X = np.zeros((len(cands), len(FEATURE_NAMES)))
     # ties in time break by file name: the same answer whatever order the files were read in
     file_rank = {f: i for i, f in enumerate(sorted({e.file for e in live}))}
-    timed = sorted((i for i, c in enumerate(cands) if not c.extra.get("virtual")),
-                   key=lambda i: (cands[i].t if cands[i].t is not None else math.inf,
-                                  file_rank.get(cands[i].file, 0), cands[i].lines[0]))
+    real = [i for i, c in enumerate(cands) if not c.extra.get("virtual")]
+    # a file with no timestamp at all cannot be placed on the time axis: when
+    # one holds a candidate, time order gives way to file order, then line order
+    untimed = {cands[i].file for i in real} - {cands[i].file for i in real if cands[i].t is not None}
+    if untimed:
+        timed = sorted(real, key=lambda i: (file_rank.get(cands[i].file, 0), cands[i].lines[0]))
+    else:
+        timed = sorted(real, key=lambda i: (cands[i].t if cands[i].t is not None else math.inf,
+                                            file_rank.get(cands[i].file, 0), cands[i].lines[0]))
     # what the job's symptoms and wrappers say caused them
     symptoms = {e.signature for e in live if e.role == "symptom"
                 or "wrapper" in marks(kb, e.signature)}

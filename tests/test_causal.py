@@ -242,3 +242,12 @@ def test_a_pid_named_elsewhere_gives_the_kernel_record_its_rank(kb) -> None:
     oom = [e for e in r.events if e.signature == "xid-host-oom-killer"][0]
     assert oom.rank == 2
     assert r.initiating.rank == 2
+
+
+def test_a_file_without_timestamps_is_ordered_by_name_not_put_last(kb) -> None:
+    # two restart attempts saved as two files; only the second has timestamps
+    ecc = "RuntimeError: transform: failed to synchronize: cudaErrorECCUncorrectable: uncorrectable ECC error encountered"
+    rows = [{"signature": "cuda-ecc-uncorrectable", "text": ecc, "line": 20, "file": "attempt1_main_log.txt"},
+            {"signature": "cuda-oom", "text": OOM, "line": 22, "ts": 50.0, "file": "attempt2_main_log.txt"}]
+    r = rank_events(table(rows), kb)
+    assert r.initiating.file == "attempt1_main_log.txt"
