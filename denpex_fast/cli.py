@@ -138,11 +138,23 @@ class _Group(click.Group):
         except ModuleNotFoundError as exc:
             top = (exc.name or "").split(".")[0]
             if top not in EXTRAS:
-                raise
+                return self._fail(exc)
             _stderr_console().print(
                 f"denpex: this command needs {top}: pip install 'denpex_fast[{EXTRAS[top]}]'",
                 style="red", markup=False)
             sys.exit(EXIT_ERROR)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+            return self._fail(exc)
+
+    @staticmethod
+    def _fail(exc: BaseException) -> Any:
+        """Every unexpected error: one line on stderr, exit 2 (``DENPEX_DEBUG=1`` re-raises)."""
+        if os.environ.get("DENPEX_DEBUG"):
+            raise exc
+        _stderr_console().print(f"denpex: {type(exc).__name__}: {exc}", style="red", markup=False)
+        sys.exit(EXIT_ERROR)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
