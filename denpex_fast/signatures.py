@@ -58,17 +58,7 @@ from typing import Any, TypeAlias
 
 import tomllib
 
-try:  # the project-wide exception tree, when present, owns SignatureError
-    from denpex_fast.errors import SignatureError, shown_pattern
-except ImportError:  # pragma: no cover - depends on the package layout
-
-    class SignatureError(ValueError):  # type: ignore[no-redef]
-        """A signature file or entry is invalid; the message names file, id and field."""
-
-    def shown_pattern(pattern: str, limit: int = 200) -> str:  # type: ignore[misc]
-        """The pattern for a message, cut when huge."""
-        return repr(pattern if len(pattern) <= limit else pattern[:limit] + "...")
-
+from denpex_fast.errors import SignatureError, shown_pattern
 
 __all__ = [
     "ENTRY_KEYS",

@@ -22,7 +22,6 @@ from denpex_fast.scanner import MATCH_SCHEMA, Scanner
 UTC = dt.timezone.utc
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "tests" / "data" / "synthetic_gpu_oom_console.log"
-SHARED = Path(os.environ.get("DENPEX_SHARED_CORPUS", "/work/shared/corpus/public"))
 LOCAL_CORPUS = REPO / "tests" / "corpus" / "public"
 
 
@@ -371,11 +370,9 @@ def test_read_context_false_opens_no_file(every_line: Scanner, tmp_path: Path) -
 
 
 def _corpus_case(prefix: str) -> list[Path]:
-    for root in (SHARED, LOCAL_CORPUS):
-        hits = sorted(root.glob(prefix + "*")) if root.is_dir() else []
-        if hits:
-            return [p for p in sorted(hits[0].iterdir()) if p.name != "truth.json"]
-    pytest.skip(f"corpus case {prefix} not available")
+    hits = sorted(LOCAL_CORPUS.glob(prefix + "*"))
+    assert hits, f"corpus case {prefix} is missing from {LOCAL_CORPUS}"
+    return [p for p in sorted(hits[0].iterdir()) if p.name != "truth.json"]
 
 
 def _corpus_row(files: list[Path], name: str, line: int) -> dict:
@@ -386,8 +383,12 @@ def _corpus_row(files: list[Path], name: str, line: int) -> dict:
     return row
 
 
-def test_real_nccl_host_pid_tid_line() -> None:
-    row = _corpus_row(_corpus_case("010-"), "nccl_debug_excerpt.log", 1)
+def test_nccl_host_pid_tid_line(tmp_path: Path) -> None:
+    # NCCL's debug prefix: host, pid, thread id, CUDA device (never a rank)
+    log = tmp_path / "nccl_debug.log"
+    log.write_text("r11i6n2:486514:486651 [1] include/socket.h:403 NCCL WARN Connect to "
+                   "10.148.3.247<56821> failed : Connection refused\n")
+    row = _corpus_row([log], "nccl_debug.log", 1)
     assert row["host"] == "r11i6n2" and row["rank"] is None
 
 
@@ -417,10 +418,16 @@ def test_real_ray_worker_rank_from_the_same_process() -> None:
     assert _corpus_row(files, "ray_worker_log.txt", 2)["rank"] == 2
 
 
-def test_real_bigscience_pulse_lines(every_line: Scanner) -> None:
-    files = _corpus_case("009-")
-    row = _corpus_row(files, "main_log.txt", 5)
-    assert row["ts"] == _ts(2022, 5, 1, 3, 56, 11)
+def test_bracketed_timestamps_and_host_from_a_dump_file_name(every_line: Scanner,
+                                                             tmp_path: Path) -> None:
+    # a cluster monitor's bracketed timestamps; a py-spy dump named for its node
+    main = tmp_path / "main_log.txt"
+    main.write_text("[default7]: iteration    10/  100 | lm loss: 2.3\n"
+                    "[2022-05-01 03:56:11] PULSE: job-x is running for 1-07:27:33\n")
+    dump = tmp_path / "node48_pyspy_dump1.txt"
+    dump.write_text('Thread 688510 (active): "MainThread"\n')
+    files = [main, dump]
+    assert _corpus_row(files, "main_log.txt", 2)["ts"] == _ts(2022, 5, 1, 3, 56, 11)
     assert _corpus_row(files, "node48_pyspy_dump1.txt", 1)["host"] == "node48"
 
 
