@@ -220,8 +220,14 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
 
         div = first_divergence(paths, baseline, per_file=divergence_per_file, errors=errs)
     novel = set(zip(div.column("file").to_pylist(), div.column("line").to_pylist())) if div else None
+    # files whose every matched line is in the table need no tail read for progress
+    import pyarrow.compute as pc
+
+    c = result.counts
+    capped = set(pc.unique(c.filter(pc.greater(c.column("lines"), c.column("kept")))
+                           .column("file")).to_pylist()) if c.num_rows else set()
     d = diagnose_table(result.table, signatures=scanner.signature_set, default_tz=default_tz,
-                       novel=novel)
+                       novel=novel, tail_files=capped)
     d.errors = [e.to_dict() for e in result.errors]
     if d.errors and d.verdict in ("no-failure-found", "stopped"):
         d.verdict = "incomplete"
@@ -249,13 +255,17 @@ def _job_root(paths: Any) -> str | None:
 def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str = "UTC",
                    attributed: bool | None = None,
                    novel: set[tuple[str, int]] | None = None,
-                   locations: Mapping[str, str] | None = None) -> Diagnosis:
+                   locations: Mapping[str, str] | None = None,
+                   tail_files: set[str] | None = None) -> Diagnosis:
     """Diagnose from an existing match table (attributed or not).
 
     ``novel``: (file, line) of lines a healthy baseline never printed; a
     candidate holding one gets the ``novel`` feature.  ``locations``: where
     to read back a file whose ``file`` label is not its path (labels
     relative to a job), so the answer does not depend on the working directory.
+    ``tail_files``: the files whose tails are read for each rank's last step
+    (default: all; :func:`diagnose` passes only those whose rows were capped,
+    the others' step lines are all in the table).
     """
     from .signatures import load_signatures
 
@@ -274,7 +284,7 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
 
         att = attribute(table, default_tz=default_tz, locations=locations)
         table, notes = att.table, list(att.notes)
-    progress = _progress(table, locations)
+    progress = _progress(table, locations, tail_files)
     ranking = rank_events(table, kb, progress=progress, novel=novel)
     d = _assemble(ranking, table, kb, notes)
     if progress:
@@ -282,11 +292,12 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
     return d
 
 
-def _progress(table: pa.Table, locations: Mapping[str, str] | None = None) -> dict[int, int]:
+def _progress(table: pa.Table, locations: Mapping[str, str] | None = None,
+              tail_files: set[str] | None = None) -> dict[int, int]:
     """Last step per rank from the tails of the job's plain files."""
     from .progress import last_steps
 
-    names = file_names(table)
+    names = [n for n in file_names(table) if tail_files is None or n in tail_files]
     return last_steps(names, locations=locations) if names else {}
 
 
