@@ -56,7 +56,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 from denpex_fast.errors import SignatureError, shown_pattern
 

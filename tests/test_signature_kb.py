@@ -13,6 +13,7 @@ import contextlib
 import json
 import random
 import re
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -22,7 +23,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 from denpex_fast.signatures import (
     ENV_VAR,
