@@ -3,6 +3,8 @@ distributed ML training.
 
     >>> import denpex_fast as dx
     >>> table = dx.scan(["rank0.log", "rank1.log.gz"])   # pyarrow.Table of matches
+    >>> table = dx.scan("job/", attribute=True)          # rank, host, ts filled
+    >>> df = dx.to_pandas(table)                         # rank stays an integer (Int32)
 
 The scanner (``denpex_fast.scanner``) runs Hyperscan in C over memory-mapped
 or decompressed logs and returns the match table; see ``MATCH_SCHEMA``.
@@ -35,9 +37,16 @@ _LAZY = {
     "open_index": ("query", "open_index"),
     "Index": ("query", "Index"),
     "build_index": ("index", "build_index"),
+    "to_pandas": ("tables", "to_pandas"),
+    "pandas_types_mapper": ("tables", "pandas_types_mapper"),
 }
 
 __all__ = sorted(_LAZY)
+
+
+def __dir__() -> list[str]:
+    # the lazy names too, so that tab completion and dir() show dx.scan & co.
+    return sorted((set(globals()) - {"Any", "annotations"}) | set(_LAZY))
 
 
 def __getattr__(name: str) -> Any:

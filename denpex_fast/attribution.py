@@ -562,6 +562,14 @@ class Attribution:
     notes: list[str] = field(default_factory=list)
     ts_carried: pa.BooleanArray = field(default_factory=lambda: pa.array([], pa.bool_()))
 
+    def __repr__(self) -> str:
+        n = self.table.num_rows
+        known = [f"{c} {n - self.table.column(c).null_count:,}"
+                 for c in ("rank", "host", "ts") if c in self.table.column_names]
+        notes = len(self.notes)
+        return (f"<Attribution {n:,} row{'' if n == 1 else 's'}; known: {', '.join(known)}; "
+                f"{notes} note{'' if notes == 1 else 's'}>")
+
 
 def _files_phrase(names: list[str] | set[str], limit: int = 3) -> str:
     names = sorted(names)

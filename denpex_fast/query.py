@@ -77,7 +77,12 @@ class Index:
         self._con: Any = None
 
     def __repr__(self) -> str:
-        return f"Index({self.store.url!r})"
+        url = self.store.url if len(self.store.url) <= 120 else "\u2026" + self.store.url[-119:]
+        try:
+            jobs = len(self.store.committed_jobs())
+        except Exception:  # noqa: BLE001 - a repr must not raise (e.g. a remote store gone)
+            return f"<Index {url!r}>"
+        return f"<Index {url!r}: {jobs:,} job{'' if jobs == 1 else 's'}>"
 
     def _read(self, name: str) -> pa.Table:
         return self.store.read(name, _empty_schema(name).remove(

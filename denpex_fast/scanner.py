@@ -117,6 +117,48 @@ class ScanResult:
         """True when every input was read completely."""
         return not self.errors
 
+    def __repr__(self) -> str:
+        # one line: what a notebook cell should show, never the tables themselves
+        rows = self.table.num_rows
+        lines = sum(self.counts.column("lines").to_pylist()) if self.counts.num_rows else 0
+        parts = [f"{rows:,} row{'' if rows == 1 else 's'}"]
+        if lines > rows:  # rows were capped by max_rows_per_signature
+            parts[0] += f" of {lines:,} matching lines"
+        files = int(self.stats.get("files", 0))
+        sigs = len(set(self.counts.column("signature").to_pylist())) if self.counts.num_rows else 0
+        parts.append(f"{files:,} file{'' if files == 1 else 's'}")
+        parts.append(f"{sigs} signature{'' if sigs == 1 else 's'} matched")
+        if "bytes" in self.stats:
+            parts.append(f"{_size(self.stats['bytes'])} in {self.stats.get('seconds', 0):.2f} s")
+        if self.errors:
+            first = self.errors[0]
+            parts.append(f"{len(self.errors)} error{'' if len(self.errors) == 1 else 's'} "
+                         f"({_short(first.path, 40)}: {first.kind})")
+        return _fit(f"<ScanResult {', '.join(parts)}>")
+
+    def to_pandas(self, **kwargs: Any) -> Any:
+        """The match table as a pandas DataFrame, integer columns kept integral
+        (``rank`` is ``Int32``, null where unknown); see :func:`denpex_fast.to_pandas`."""
+        from .tables import to_pandas
+
+        return to_pandas(self.table, **kwargs)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover - the loop always returns
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "\u2026" + text[-(limit - 1):]
+
+
+def _fit(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit - 2] + "\u2026>"
+
 
 def _normalise_patterns(patterns: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
@@ -284,6 +326,28 @@ class Scanner:
                  "max_rows": self.options.max_rows_per_sig, "max_text": self.options.max_text}
         return (_rebuild_scanner, (self._db.serialize(), state))
 
+    def __repr__(self) -> str:
+        n = len(self.signature_ids)
+        head = f"<Scanner {n} signature{'' if n == 1 else 's'}"
+        if self.signature_set is not None:
+            head += " from the knowledge base"
+        else:  # patterns given by the caller: name them (as many as fit)
+            shown: list[str] = []
+            for sig in self.signature_ids:
+                if sum(len(x) + 2 for x in shown) + len(sig) > 90:
+                    break
+                shown.append(sig)
+            more = ", \u2026" if len(shown) < n else ""
+            head += f": {', '.join(shown)}{more}"
+        opts = []
+        if self.caseless:
+            opts.append("caseless")
+        if self.options.max_rows_per_sig != 10_000:
+            opts.append(f"max_rows_per_signature={self.options.max_rows_per_sig}")
+        if self.options.max_text != 1024:
+            opts.append(f"max_text={self.options.max_text}")
+        return _fit(head + "".join(f", {o}" for o in opts) + ">")
+
     # -- scratch ----------------------------------------------------------
     def _scratch(self) -> _native.Scratch:
         s = getattr(self._local, "scratch", None)
@@ -293,15 +357,25 @@ class Scanner:
         return s
 
     # -- public scanning API ---------------------------------------------
-    def scan(self, paths: Iterable[Any] | str | os.PathLike[str], **kwargs: Any) -> pa.Table:
+    def scan(self, paths: Iterable[Any] | str | os.PathLike[str], *,
+             attribute: bool | Mapping[str, Any] = False, **kwargs: Any) -> pa.Table:
         """Scan files/directories (``-`` = stdin) into the match table.
 
         Keyword arguments are those of :meth:`run`.  With ``errors="raise"``
         (default) a failed input raises :class:`~denpex_fast.ScanError`
         carrying the partial result; with ``errors="collect"`` the table's
         schema metadata ``denpex.errors`` lists failed inputs as JSON.
+
+        ``attribute=True`` fills ``rank``, ``host`` and ``ts`` (otherwise
+        null) with :func:`denpex_fast.attribute` before returning; a mapping
+        instead of True gives its keyword arguments, e.g.
+        ``attribute={"default_tz": "Europe/Berlin"}``.  For the notes on what
+        attribution assumed, call ``dx.attribute(table)`` yourself.
         """
-        return self.run(paths, **kwargs).table
+        table = self.run(paths, **kwargs).table
+        if attribute:
+            table = _attributed(table, attribute, kwargs.get("threads"))
+        return table
 
     def run(
         self,
@@ -692,6 +766,19 @@ class _Collector:
                          "kept": pa.array(kept, pa.uint64())}, schema=COUNTS_SCHEMA)
 
 
+def _attributed(table: pa.Table, options: bool | Mapping[str, Any],
+                threads: int | None) -> pa.Table:
+    """``table`` with rank, host and ts filled; the scan's metadata (errors) kept."""
+    from .attribution import attribute
+
+    kwargs = dict(options) if isinstance(options, Mapping) else {}
+    if threads is not None:
+        kwargs.setdefault("threads", threads)
+    out = attribute(table, **kwargs).table
+    meta = {**(out.schema.metadata or {}), **(table.schema.metadata or {})}
+    return out.replace_schema_metadata(meta)
+
+
 def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:
     s = Scanner.__new__(Scanner)
     s.signature_set = None
@@ -743,6 +830,14 @@ def scan(paths: Iterable[Any] | str | os.PathLike[str], signatures: Any = None, 
     other keyword arguments go to :meth:`Scanner.run` (``errors``, ``mmap``,
     ``progress``, ...) or to the :class:`Scanner` constructor
     (``max_rows_per_signature``, ``max_text``, ``cache_dir``, ``caseless``).
+
+    ``rank``, ``host`` and ``ts`` are null unless ``attribute=True`` (or a
+    mapping of :func:`denpex_fast.attribute` keyword arguments, such as
+    ``{"default_tz": "Europe/Berlin"}``): then they are filled from launcher
+    prefixes, paths and timestamps, in the same call::
+
+        >>> t = dx.scan("job/", attribute=True)
+        >>> dx.to_pandas(t)          # rank stays an integer (pandas Int32)
     """
     ctor_keys = ("max_rows_per_signature", "max_text", "cache_dir", "caseless")
     ctor = {k: kwargs.pop(k) for k in ctor_keys if k in kwargs}
