@@ -24,7 +24,9 @@ EXIT_MATCH, EXIT_NONE, EXIT_ERROR = 0, 1, 2
 def _stderr_console(quiet: bool = False) -> Any:
     from rich.console import Console
 
-    return Console(stderr=True, quiet=quiet, highlight=False)
+    # soft_wrap: a message is one line whatever its length (rich would otherwise
+    # wrap at 80 columns when stderr is not a terminal)
+    return Console(stderr=True, quiet=quiet, highlight=False, soft_wrap=True)
 
 
 def parse_pattern_file(path: str) -> dict[str, list[str]]:

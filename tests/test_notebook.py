@@ -211,3 +211,15 @@ def test_py_typed_is_in_the_installed_wheel() -> None:
         pytest.skip("editable install: the wheel's files are not recorded")
     assert "denpex_fast/py.typed" in recorded
     assert "denpex_fast/__main__.py" in recorded
+
+
+def test_cli_error_is_one_line_however_long_the_path(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from denpex_fast.cli import main
+
+    missing = tmp_path / ("a-long-directory-name-" * 8) / "missing.log"
+    r = CliRunner().invoke(main, ["scan", str(missing), "-e", "x=y"])
+    assert r.exit_code == 2
+    assert len(r.stderr.splitlines()) == 1
+    assert r.stderr.startswith(f"denpex: {missing}: ") and "No such file" in r.stderr
