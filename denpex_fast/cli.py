@@ -186,6 +186,9 @@ def main() -> None:
               help="Bytes of each matched line kept in the text column.")
 @click.option("--no-mmap", is_flag=True, help="Read files with read() instead of mapping them.")
 @click.option("-L", "--follow", is_flag=True, help="Follow symbolic links in directories.")
+@click.option("--binary", is_flag=True,
+              help="Scan binary files too (ELF, PNG, archives, NUL bytes in the first block); "
+                   "by default they are skipped and counted.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status.")
 @click.option("-s", "--no-messages", is_flag=True, help="Do not print per-file errors.")
 @click.option("--stats", is_flag=True, help="Print counts per signature and totals to stderr.")
@@ -195,7 +198,7 @@ def scan_cmd(paths: tuple[str, ...], exprs: tuple[str, ...], files: tuple[str, .
              signature_dirs: tuple[str, ...], as_json: bool, output: str | None,
              threads: int | None, ignore_case: bool, max_count: int, max_text: int,
              no_mmap: bool, follow: bool, quiet: bool, no_messages: bool, stats: bool,
-             progress: bool) -> None:
+             progress: bool, binary: bool = False) -> None:
     """Scan PATHS (files, directories, .gz/.zst, - for stdin) for failure signatures.
 
     Without -e/-f the built-in signature knowledge base is used.
@@ -220,7 +223,8 @@ def scan_cmd(paths: tuple[str, ...], exprs: tuple[str, ...], files: tuple[str, .
         bar.start()
     try:
         result = scanner.run(list(paths), threads=threads, errors="collect", mmap=not no_mmap,
-                             follow_symlinks=follow, progress=on_progress if bar else None)
+                             follow_symlinks=follow, progress=on_progress if bar else None,
+                             binary=binary)
     except KeyboardInterrupt:
         console.print("denpex: interrupted", style="red")
         sys.exit(130)
@@ -276,6 +280,7 @@ def _print_json(result: Any) -> None:
         out.write(json.dumps({"type": "end", "data": {"path": current}}) + "\n")
     out.write(json.dumps({"type": "summary", "data": {
         "stats": result.stats, "errors": [e.to_dict() for e in result.errors],
+        "skipped": [e.to_dict() for e in result.skipped],
         "counts": result.counts.to_pylist()}}) + "\n")
     out.flush()
 
@@ -294,8 +299,11 @@ def _print_stats(console: Any, result: Any) -> None:
     mb = s["bytes"] / 1e6
     rate = mb / s["seconds"] if s["seconds"] else 0.0
     total = pc.sum(result.counts.column("lines")).as_py() or 0
+    skipped = int(s.get("skipped", 0))
     console.print(f"{s['files']} files, {mb:.1f} MB, {total} matching lines, "
-                  f"{s['seconds']:.2f} s ({rate:.0f} MB/s)", markup=False)
+                  f"{s['seconds']:.2f} s ({rate:.0f} MB/s)"
+                  + (f"; {skipped} binary file{'' if skipped == 1 else 's'} skipped (--binary "
+                     "scans them)" if skipped else ""), markup=False)
 
 
 @main.command("diagnose")
@@ -496,6 +504,8 @@ class _IndexProgress:
               help="Index again the jobs with files that failed last time.")
 @click.option("--force", is_flag=True, help="Index every job again, changed or not.")
 @click.option("--prune", is_flag=True, help="Drop jobs that are no longer under ROOT.")
+@click.option("--binary", is_flag=True,
+              help="Scan binary files too (by default skipped, with a 'skipped' manifest row).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress bar on stderr (only when stderr is a terminal).")
@@ -503,7 +513,7 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
               exprs: tuple[str, ...], files: tuple[str, ...], signature_dirs: tuple[str, ...],
               threads: int | None, processes: int | None, dask_address: str | None,
               checksum: bool, retry_errors: bool,
-              force: bool, prune: bool, quiet: bool, progress: bool) -> None:
+              force: bool, prune: bool, quiet: bool, progress: bool, binary: bool = False) -> None:
     """Index the jobs under ROOT into a partitioned Parquet dataset.
 
     Only new or changed jobs are scanned; each job is committed atomically.
@@ -524,7 +534,7 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
         console.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)
     bar = _IndexProgress(console) if progress and not quiet and console.is_terminal else None
-    opts = IndexOptions(checksum=checksum, retry_errors=retry_errors, force=force)
+    opts = IndexOptions(checksum=checksum, retry_errors=retry_errors, force=force, binary=binary)
     try:
         summary = build_index(root, index, scanner=scanner,
                               signatures=list(signature_dirs) or None, job_glob=job_glob,
@@ -559,11 +569,11 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
 _FORMAT = click.Choice(["text", "json", "csv"])
 
 
-def _open_index_or_exit(index: str) -> Any:
+def _open_index_or_exit(index: str, unsafe: bool = False) -> Any:
     from .query import open_index
 
     try:
-        return open_index(index)
+        return open_index(index, unsafe=unsafe)
     except FileNotFoundError as exc:
         _stderr_console().print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)
@@ -574,13 +584,21 @@ def _open_index_or_exit(index: str) -> Any:
 @click.argument("sql")
 @click.option("--format", "fmt", type=_FORMAT, default="text", show_default=True,
               help="Output as an aligned text table, a JSON array or CSV.")
-def query_cmd(index: str, sql: str, fmt: str) -> None:
-    """Run SQL (DuckDB) over INDEX: views matches, diagnosis, rank_fates, manifest."""
+@click.option("--unsafe", is_flag=True,
+              help="Let the SQL read and write other files, ATTACH databases and load "
+                   "extensions (DuckDB's defaults); without it, only the index views.")
+def query_cmd(index: str, sql: str, fmt: str, unsafe: bool = False) -> None:
+    """Run SQL (DuckDB) over INDEX: views matches, diagnosis, rank_fates, manifest.
+
+    The SQL sees the index views and nothing else: other files
+    (read_csv, COPY ... TO), ATTACH and extension installs are refused
+    unless --unsafe is given.
+    """
     import duckdb
 
     from .query import format_table
 
-    ix = _open_index_or_exit(index)
+    ix = _open_index_or_exit(index, unsafe)
     try:
         table = ix.sql(sql)
     except duckdb.Error as exc:

@@ -90,7 +90,13 @@ _SIGNATURE_LOCK = threading.Lock()
 
 @dataclass
 class IndexOptions:
-    """How jobs are scanned: ``threads`` per job, decompression limits, checks."""
+    """How jobs are scanned: ``threads`` per job, decompression limits, checks.
+
+    ``max_decompressed``: bytes read at most from each compressed file or tar
+    member (``None``: the default, 64 GiB; ``0``: no bound), a hit recorded as
+    a ``limit`` error on that file; ``binary``: scan binary files too (by
+    default they are skipped and get a ``skipped`` manifest row).
+    """
 
     threads: int = 1
     checksum: bool = False
@@ -98,6 +104,7 @@ class IndexOptions:
     force: bool = False
     max_decompressed: int | None = None
     max_ratio: float | None = None
+    binary: bool = False
 
 
 @dataclass
@@ -311,7 +318,7 @@ def _plan(job: Job, previous: list[dict[str, Any]] | None, opts: IndexOptions,
     touched: dict[str, str] = {}
     for f in job.files:
         p = prev[f.rel]
-        if opts.retry_errors and p["status"] != "ok":
+        if opts.retry_errors and p["status"] == "error":
             return "full", {}
         same = p["size"] == f.size and p["mtime"] == f.mtime
         if same and not opts.checksum:
@@ -331,10 +338,20 @@ def _plan(job: Job, previous: list[dict[str, Any]] | None, opts: IndexOptions,
 
 def _manifest(rows: list[tuple[JobFile, str | None, str, str | None]]) -> pa.Table:
     return pa.table({
-        "path": [f.rel for f, *_ in rows], "size": [f.size for f, *_ in rows],
+        "path": [_utf8(f.rel) for f, *_ in rows], "size": [f.size for f, *_ in rows],
         "mtime": [f.mtime for f, *_ in rows], "hash": [h for _, h, _, _ in rows],
-        "status": [s for _, _, s, _ in rows], "error": [e for *_, e in rows],
+        "status": [s for _, _, s, _ in rows],
+        "error": [None if e is None else _utf8(e) for *_, e in rows],
     }, schema=MANIFEST_SCHEMA)
+
+
+def _utf8(text: str) -> str:
+    """``text`` with any lone surrogate (an undecodable byte in a message) escaped."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _relabel(table: pa.Table, labels: dict[str, str]) -> pa.Table:
@@ -356,7 +373,10 @@ def scan_job(job: Job, ctx: JobContext,
     Local plain/compressed files go through :meth:`Scanner.run` (mmap); tar
     archives and remote files are streamed through :meth:`Scanner.scan_stream`.
     A file that fails is recorded in the manifest with its error; the rest
-    of the job is still scanned.  ``on_file(size)`` is called per file done.
+    of the job is still scanned.  A binary file is not scanned (unless
+    ``options.binary``): its manifest row has status ``skipped``; binary
+    members of an archive are named in its row's ``error``.
+    ``on_file(size)`` is called per file done.
     """
     from .scanner import MATCH_SCHEMA
 
@@ -369,23 +389,28 @@ def scan_job(job: Job, ctx: JobContext,
         # the table names files by their display form (escaped control/undecodable bytes)
         labels = {display_name(os.fsencode(f.path)): f.rel for f in direct}
         res = scanner.run([f.path for f in direct], threads=o.threads, errors="collect",
-                          max_decompressed=o.max_decompressed, max_ratio=o.max_ratio)
+                          max_decompressed=o.max_decompressed, max_ratio=o.max_ratio,
+                          binary=o.binary)
         tables.append(_relabel(res.table, labels))
         scanned += int(res.stats.get("bytes", 0))
         errs = {labels.get(e.path, e.path): f"{e.kind}: {e.message}" for e in res.errors}
+        skips = {labels.get(e.path, e.path): f"{e.kind}: {e.message}" for e in res.skipped}
         for f in direct:
             try:
                 digest: str | None = file_digest(job.fs, f.path)
             except OSError:
                 digest = None
             err = errs.get(f.rel)
-            status[f.rel] = (digest, "error" if err else "ok", err)
+            skip = skips.get(f.rel)
+            status[f.rel] = (digest, "error" if err else "skipped" if skip else "ok",
+                             err or skip)
             if on_file:
                 on_file(f.size)
     for f in job.files:
         if f.rel in status:
             continue
         errors: list[str] = []
+        skipped: list[str] = []
         hr: HashingReader | None = None
         try:
             with job.fs.open(f.path, "rb") as raw:
@@ -395,25 +420,35 @@ def scan_job(job: Job, ctx: JobContext,
                         for label, member in _members(hr, f.rel):
                             r = scanner.scan_stream(member, label,
                                                     max_decompressed=o.max_decompressed,
-                                                    max_ratio=o.max_ratio)
+                                                    max_ratio=o.max_ratio, binary=o.binary)
                             tables.append(r.table)
                             scanned += int(r.stats["bytes"])
                             errors += [f"{e.path}: {e.kind}: {e.message}" for e in r.errors]
+                            skipped += [e.path for e in r.skipped]
                     except StreamError as exc:
                         errors.append(f"{f.rel}: {exc}")
                 else:
                     r = scanner.scan_stream(_Unclosed(hr), f.rel,
                                             max_decompressed=o.max_decompressed,
-                                            max_ratio=o.max_ratio)
+                                            max_ratio=o.max_ratio, binary=o.binary)
                     tables.append(r.table)
                     scanned += int(r.stats["bytes"])
                     errors += [f"{e.kind}: {e.message}" for e in r.errors]
+                    skipped += [f"{e.kind}: {e.message}" for e in r.skipped]
                 hr.drain()  # the hash covers the whole file, even after damage
         except OSError as exc:
             errors.append(f"open: {exc.strerror or exc}")
             hr = None
-        status[f.rel] = (hr.digest() if hr else None, "error" if errors else "ok",
-                         "; ".join(errors[:20]) or None)
+        if errors:
+            state, note = "error", "; ".join(errors[:20])
+        elif skipped and not f.is_tar:
+            state, note = "skipped", skipped[0]
+        elif skipped:  # the archive was read; some members were binary
+            more = f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""
+            state, note = "ok", f"binary members skipped: {', '.join(skipped[:5])}{more}"
+        else:
+            state, note = "ok", None
+        status[f.rel] = (hr.digest() if hr else None, state, note)
         if on_file:
             on_file(f.size)
     table = pa.concat_tables(tables) if tables else MATCH_SCHEMA.empty_table()
@@ -481,7 +516,10 @@ def index_job(job: Job, ctx: JobContext, previous: list[dict[str, Any]] | None,
             return JobReport(job.name, "touched", files=len(job.files), size=job.size,
                              seconds=time.perf_counter() - t0)
         table, manifest, scanned = scan_job(job, ctx, on_file)
-        locations = {f.rel: f.path for f in job.files if job.local and not f.is_tar}
+        # where attribution reads lines back: the display form of the real path
+        # (what it unescapes), so a name that is not UTF-8 is read back too
+        locations = {f.rel: display_name(os.fsencode(f.path))
+                     for f in job.files if job.local and not f.is_tar}
         attributed, summary, fates = diagnose_matches(table, ctx.signatures(), locations)
         diag = _diagnosis_row(summary, job, manifest, scanned, time.perf_counter() - t0)
         store.commit(job.name, {"matches": attributed, "rank_fates": fates,

@@ -12,6 +12,11 @@ archive, or an archive inside a job directory) are read member by member as
 one forward stream: nothing is extracted, and member names are only labels
 (``archive.tar::member``), never paths to open or write.
 
+Names are bytes until display: a file, job or member name is labelled by
+:func:`label` (the scan's ``file``-column form: undecodable bytes and control
+characters escaped, ``sources.path_from_display`` gives the bytes back), so a
+name that is not UTF-8 is one escaped label, never a failed job.
+
 Roots are paths or fsspec URLs (``memory://``, ``s3://``...).  Local plain
 files are scanned by the scanner directly (mmap); everything else is streamed
 through the decompression path.
@@ -20,6 +25,7 @@ through the decompression path.
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import re
 import tarfile
@@ -121,17 +127,36 @@ def _rel(path: str, base: str) -> str:
     return posixpath.relpath(path, base) if base else path
 
 
+def label(name: str) -> str:
+    r"""The display form of a name from a filesystem listing or a tar header.
+
+    Names arrive as ``str`` with undecodable bytes as surrogates
+    (``surrogateescape``); the label is :func:`~denpex_fast.sources.display_name`
+    of the bytes, valid UTF-8 on one line (``badÿ.log``), and
+    :func:`~denpex_fast.sources.path_from_display` turns it back into them.
+    """
+    from .sources import display_name
+
+    try:
+        raw = os.fsencode(name)
+    except UnicodeEncodeError:  # a lone surrogate that no byte stands for
+        raw = name.encode("utf-8", "surrogatepass")
+    return display_name(raw)
+
+
 def _job_files(fs: Any, root: str, *, is_archive: bool, skip: str | None) -> tuple[JobFile, ...]:
     if is_archive:
         info = fs.info(root)
-        return (JobFile(posixpath.basename(root), root, int(info.get("size") or 0), _mtime(info)),)
+        return (JobFile(label(posixpath.basename(root)), root, int(info.get("size") or 0),
+                        _mtime(info)),)
     out = []
     for path, info in sorted(fs.find(root, detail=True).items()):
         if info.get("type") != "file":  # FIFOs, sockets, devices are never read
             continue
         if skip and (path == skip or path.startswith(skip + "/")):
             continue
-        out.append(JobFile(_rel(path, root), path, int(info.get("size") or 0), _mtime(info)))
+        out.append(JobFile(label(_rel(path, root)), path, int(info.get("size") or 0),
+                           _mtime(info)))
     return tuple(out)
 
 
@@ -199,7 +224,7 @@ def discover_jobs(root: str, *, job_glob: str | None = None, job_regex: str | No
         for info in sorted(fs.ls(base, detail=True), key=lambda i: i["name"]):
             path = info["name"].rstrip("/")
             add(posixpath.basename(path), path, info.get("type", ""))
-    return [Job(name, fs, path, _job_files(fs, path, is_archive=arch, skip=skip))
+    return [Job(label(name), fs, path, _job_files(fs, path, is_archive=arch, skip=skip))
             for name, (path, arch) in sorted(found.items())]
 
 
@@ -336,11 +361,11 @@ class _Prefixed:
         pass
 
 
-def iter_tar_members(raw: HashingReader, label: str) -> Iterator[tuple[str, Any]]:
-    """``(label::member, stream)`` for each regular member of a tar stream.
+def iter_tar_members(raw: HashingReader, archive: str) -> Iterator[tuple[str, Any]]:
+    """``(archive::member, stream)`` for each regular member of a tar stream.
 
     The archive is read forward once (``tarfile`` stream mode); member names
-    are only used as labels.  A damaged archive raises :class:`StreamError`
+    are only used as labels (escaped by :func:`label`).  A damaged archive raises :class:`StreamError`
     after the members before the damage.
     """
     try:
@@ -360,4 +385,4 @@ def iter_tar_members(raw: HashingReader, label: str) -> Iterator[tuple[str, Any]
                 continue
             f = tf.extractfile(member)
             if f is not None:
-                yield f"{label}{MEMBER_SEP}{member.name}", _Guard(f)
+                yield f"{archive}{MEMBER_SEP}{label(member.name)}", _Guard(f)

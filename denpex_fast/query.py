@@ -6,9 +6,17 @@
     >>> ix.sql("select initiating_signature, count(*) from diagnosis group by 1")
 
 SQL sees four views: ``matches``, ``diagnosis``, ``rank_fates``, ``manifest``
-(each with its ``job`` column).  Local indexes are read with
-``read_parquet('INDEX/<view>/**/*.parquet', hive_partitioning=true)``; fsspec
-URLs through DuckDB's fsspec filesystem registration.
+(each with its ``job`` column), Arrow datasets over the index's Parquet files
+(local paths or fsspec URLs alike) that DuckDB scans with projection and
+filter pushdown.
+
+Safe by default, for embedding in services: the DuckDB connection is opened
+with ``enable_external_access=false`` (no ``read_csv``/``read_parquet`` of
+other files, no ``COPY ... TO``, ``ATTACH``, ``EXPORT``, no extension
+install or load), extension autoload/autoinstall off, no spill directory,
+and its configuration locked, so SQL sees the index views and nothing else
+on the machine.  ``open_index(url, unsafe=True)`` (``denpex query --unsafe``)
+opens a connection with DuckDB's defaults, for a person at a shell.
 """
 
 from __future__ import annotations
@@ -21,7 +29,20 @@ from typing import Any
 
 import pyarrow as pa
 
-from .index import DATASETS, DIAGNOSIS_SCHEMA, MANIFEST_SCHEMA, IndexStore
+from .index import DATASETS, DIAGNOSIS_SCHEMA, MANIFEST_SCHEMA, PARTITIONING, IndexStore
+
+#: DuckDB settings of the default (safe) connection; ``unsafe=True`` drops them
+SAFE_DUCKDB_CONFIG: dict[str, Any] = {
+    "enable_external_access": False,       # no file, network, ATTACH, COPY, extension I/O
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+    "allow_persistent_secrets": False,
+    "python_enable_replacements": False,   # no scans of Python variables by name
+    "temp_directory": "",                  # no spill files (nothing is written)
+    "lock_configuration": True,            # SQL cannot SET any of this back
+}
 
 REPORTS = {
     # initiating causes across jobs, most frequent first
@@ -68,12 +89,19 @@ def _empty_schema(name: str) -> pa.Schema:
 
 
 class Index:
-    """An index written by ``denpex index``; tables come back as pyarrow Tables."""
+    """An index written by ``denpex index``; tables come back as pyarrow Tables.
 
-    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+    ``unsafe=False`` (default): :meth:`sql` runs on a DuckDB connection that
+    sees the four index views and nothing else (see the module docstring);
+    ``unsafe=True``: DuckDB's defaults (other files, ``COPY``, ``ATTACH``...).
+    """
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None, *,
+                 unsafe: bool = False) -> None:
         self.store = IndexStore(url, storage_options)
         if not self.store.fs.isdir(self.store.root):
             raise FileNotFoundError(f"{url}: no index here")
+        self.unsafe = unsafe
         self._con: Any = None
 
     def __repr__(self) -> str:
@@ -109,28 +137,38 @@ class Index:
         return sorted(self.store.committed_jobs())
 
     def connection(self) -> Any:
-        """A DuckDB connection with the four views defined."""
+        """A DuckDB connection with the four views defined (safe unless ``unsafe``)."""
         if self._con is None:
             import duckdb
 
-            con = duckdb.connect()
-            st = self.store
-            prefix = st.root
-            if not st.local:
-                con.register_filesystem(st.fs)
-                prefix = f"{st.fs.protocol if isinstance(st.fs.protocol, str) else st.fs.protocol[0]}://{st.root.lstrip('/')}"
-                if prefix.startswith("memory://") and st.root.startswith("/"):
-                    prefix = "memory://" + st.root
-            for name in DATASETS:
-                if self._has_files(name):
-                    glob = f"{prefix}/{name}/**/*.parquet".replace("'", "''")
-                    con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet("
-                                f"'{glob}', hive_partitioning=true, union_by_name=true)")
-                else:  # no partition yet: an empty view with the right columns
-                    con.register(f"_empty_{name}", _empty_schema(name).empty_table())
-                    con.execute(f"CREATE VIEW {name} AS SELECT * FROM _empty_{name}")
+            con = duckdb.connect(config={} if self.unsafe else dict(SAFE_DUCKDB_CONFIG))
+            try:
+                for name in DATASETS:
+                    # the views are Arrow datasets: DuckDB itself opens no file
+                    con.register(name, self._dataset(name))
+            except BaseException:
+                con.close()
+                raise
             self._con = con
         return self._con
+
+    def _dataset(self, name: str) -> Any:
+        """The dataset ``name`` as an Arrow dataset (every file's columns,
+        ``job`` from the partition), or an empty table when it has no file."""
+        import pyarrow.dataset as ds
+        import pyarrow.fs as pafs
+
+        if not self._has_files(name):  # no partition yet: the right columns, no rows
+            return _empty_schema(name).empty_table()
+        st = self.store
+        fs = pafs.LocalFileSystem() if st.local else pafs.PyFileSystem(pafs.FSSpecHandler(st.fs))
+        factory = ds.FileSystemDatasetFactory(
+            fs, pafs.FileSelector(st.path(name), recursive=True), ds.ParquetFileFormat(),
+            ds.FileSystemFactoryOptions(partitioning=PARTITIONING,
+                                        selector_ignore_prefixes=[".", "_"]))
+        found = factory.inspect(promote_options="permissive", fragments=None)
+        schema = pa.unify_schemas([found, _empty_schema(name)], promote_options="permissive")
+        return factory.finish(schema)
 
     def _has_files(self, name: str) -> bool:
         try:
@@ -139,7 +177,13 @@ class Index:
             return False
 
     def sql(self, query: str) -> pa.Table:
-        """Run SQL over the views; the result as a pyarrow Table."""
+        """Run SQL over the views; the result as a pyarrow Table.
+
+        By default the SQL sees the index views only: reading or writing
+        other files (``read_csv``, ``COPY ... TO``), ``ATTACH`` and extension
+        installs raise ``duckdb.PermissionException``; open the index with
+        ``unsafe=True`` to allow them.
+        """
         return self.connection().sql(query).to_arrow_table()
 
     def report(self, name: str) -> pa.Table:
@@ -156,9 +200,10 @@ class Index:
             self._con = None
 
 
-def open_index(url: str, storage_options: dict[str, Any] | None = None) -> Index:
-    """Open the index at ``url`` (a path or fsspec URL)."""
-    return Index(url, storage_options)
+def open_index(url: str, storage_options: dict[str, Any] | None = None, *,
+               unsafe: bool = False) -> Index:
+    """Open the index at ``url`` (a path or fsspec URL); ``unsafe``: see :class:`Index`."""
+    return Index(url, storage_options, unsafe=unsafe)
 
 
 # -- output formats -------------------------------------------------------------

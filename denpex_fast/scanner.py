@@ -21,7 +21,11 @@ How files are read:
 * a file is read up to its size when the scan opened it: a log growing
   during the scan gives the rows of the bytes present then, and the scan ends;
 * gzip/zstd files and stdin are decompressed in chunks and scanned as
-  newline-aligned blocks; offsets and lines refer to the uncompressed stream.
+  newline-aligned blocks; offsets and lines refer to the uncompressed stream;
+  at most ``max_decompressed`` bytes (default 64 GiB) are read from each;
+* binary files (NUL bytes scattered in the first block, or an ELF/PNG/zip/...
+  magic; for compressed inputs, in the first decompressed block) are skipped
+  and listed in ``ScanResult.skipped`` unless ``binary=True``.
 
 Bounds (per file): at most ``max_rows_per_signature`` rows are kept per
 signature, while ``ScanResult.counts`` keeps the exact number of matching
@@ -53,15 +57,19 @@ import pyarrow as pa
 from . import _native, cache
 from .errors import FileError, PatternError, ScanError, SignatureError, file_error_from_os
 from .sources import (
+    SNIFF_BYTES,
     CorruptInput,
     Input,
     LimitExceeded,
     TruncatedInput,
     _Decoded,
     _Plain,
+    binary_reason,
+    limit_or_default,
     open_reader,
     resolve_inputs,
     sniff,
+    wrong_magic,
 )
 
 MATCH_SCHEMA = pa.schema([
@@ -104,13 +112,16 @@ class ScanResult:
     ``table``: the match table; ``errors``: one :class:`FileError` per input
     that could not be read completely (rows found before the error are in
     ``table``); ``counts``: exact matching-line counts per (file, signature)
-    with the number of rows kept; ``stats``: bytes, files, rows, seconds.
+    with the number of rows kept; ``stats``: bytes, files (read), skipped,
+    rows, seconds; ``skipped``: one ``FileError`` of kind ``binary`` per
+    binary file that was not scanned (``binary=True`` scans them).
     """
 
     table: pa.Table
     errors: list[FileError] = field(default_factory=list)
     counts: pa.Table = field(default_factory=lambda: COUNTS_SCHEMA.empty_table())
     stats: dict[str, float] = field(default_factory=dict)
+    skipped: list[FileError] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -390,16 +401,23 @@ class Scanner:
         max_ratio: float | None = None,
         progress: ProgressFn | None = None,
         cancel: _native.CancelFlag | None = None,
+        binary: bool = False,
     ) -> ScanResult:
         """Scan and return a :class:`ScanResult` (table, errors, counts, stats).
 
         ``threads``: scanning threads (default: all cores); ``errors``:
         ``"raise"`` or ``"collect"``; ``mmap=False`` reads plain files with
         ``read()`` instead of mapping them; ``unit_size``: bytes per parallel
-        range of a large file; ``max_decompressed``/``max_ratio``: limits for
-        compressed inputs; ``progress(done_bytes, total_bytes)`` is called from
+        range of a large file; ``max_decompressed``: bytes read at most from
+        each compressed input or stream (default, ``None``: 64 GiB, see
+        :data:`denpex_fast.sources.DEFAULT_MAX_DECOMPRESSED`; ``0``: no bound),
+        ``max_ratio``: decompressed/compressed ratio bound; a hit is a
+        ``limit`` error on that file, its rows so far kept;
+        ``progress(done_bytes, total_bytes)`` is called from
         the calling thread; ``cancel``: a :class:`CancelFlag` that stops the
-        scan (rows found so far are returned with ``cancelled`` errors).
+        scan (rows found so far are returned with ``cancelled`` errors);
+        ``binary``: scan binary files too instead of skipping them (they are
+        listed in ``ScanResult.skipped`` and counted in ``stats["skipped"]``).
         """
         if errors not in ("raise", "collect"):
             raise ValueError("errors must be 'raise' or 'collect'")
@@ -409,17 +427,21 @@ class Scanner:
         for batch in self._iter(paths, threads=threads, mmap=mmap, unit_size=unit_size,
                                 follow_symlinks=follow_symlinks, progress=progress,
                                 cancel=cancel, sink=sink, max_decompressed=max_decompressed,
-                                max_ratio=max_ratio):
+                                max_ratio=max_ratio, binary=binary):
             batches.append(batch)
         table = pa.Table.from_batches(batches, schema=MATCH_SCHEMA)
-        stats = {"files": len(sink.names), "bytes": sink.bytes, "rows": table.num_rows,
-                 "seconds": time.perf_counter() - t0}
-        if sink.errors:
+        stats = {"files": sink.files_read(), "skipped": len(sink.skipped), "bytes": sink.bytes,
+                 "rows": table.num_rows, "seconds": time.perf_counter() - t0}
+        if sink.errors or sink.skipped:
             import json
             meta = dict(table.schema.metadata or {})
-            meta[b"denpex.errors"] = json.dumps([e.to_dict() for e in sink.errors]).encode()
+            if sink.errors:
+                meta[b"denpex.errors"] = json.dumps([e.to_dict() for e in sink.errors]).encode()
+            if sink.skipped:
+                meta[b"denpex.skipped"] = json.dumps([e.to_dict() for e in sink.skipped]).encode()
             table = table.replace_schema_metadata(meta)
-        result = ScanResult(table, sink.errors, sink.counts_table(self.signature_ids), stats)
+        result = ScanResult(table, sink.errors, sink.counts_table(self.signature_ids), stats,
+                            sink.skipped)
         if sink.errors and errors == "raise":
             raise ScanError(sink.errors, result)
         return result
@@ -429,19 +451,26 @@ class Scanner:
                      unit_size: int = DEFAULT_UNIT, follow_symlinks: bool = False,
                      errors: list[FileError] | None = None,
                      progress: ProgressFn | None = None,
-                     cancel: _native.CancelFlag | None = None) -> Iterator[pa.RecordBatch]:
+                     cancel: _native.CancelFlag | None = None,
+                     max_decompressed: int | None = None, max_ratio: float | None = None,
+                     binary: bool = False,
+                     skipped: list[FileError] | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the match table as RecordBatches, in input order.
 
         Memory stays bounded for any number of inputs: at most ``2 * threads``
         ranges are in flight.  Failed inputs are appended to ``errors`` when a
-        list is given (otherwise they are dropped silently).
+        list is given (otherwise they are dropped silently), skipped binary
+        files to ``skipped``; the other keywords are those of :meth:`run`.
         """
         sink = _Collector()
         yield from self._iter(paths, threads=threads, mmap=mmap, unit_size=unit_size,
                               follow_symlinks=follow_symlinks, progress=progress,
-                              cancel=cancel, sink=sink)
+                              cancel=cancel, sink=sink, max_decompressed=max_decompressed,
+                              max_ratio=max_ratio, binary=binary)
         if errors is not None:
             errors.extend(sink.errors)
+        if skipped is not None:
+            skipped.extend(sink.skipped)
 
     def scan_bytes(self, data: bytes | bytearray | memoryview, *, name: str = "<bytes>") -> pa.Table:
         """Scan an in-memory buffer as one file named ``name``."""
@@ -459,25 +488,29 @@ class Scanner:
 
     def scan_stream(self, readable: Any, name: str = "<stream>", *,
                     max_decompressed: int | None = None, max_ratio: float | None = None,
-                    cancel: _native.CancelFlag | None = None) -> ScanResult:
+                    cancel: _native.CancelFlag | None = None,
+                    binary: bool = False) -> ScanResult:
         """Scan a binary file object (``read``/``readinto``) as one file named ``name``.
 
         Compression (gzip/zstd) is recognised from the first bytes, as for
         files.  The stream is read to its end in bounded chunks and closed.  A
         damaged stream (or one whose ``read`` raises) gives a ``corrupt`` error
-        in the result, with the rows found before the damage.
+        in the result, with the rows found before the damage.  At most
+        ``max_decompressed`` bytes are read (compressed or not; see
+        :meth:`run`); a binary stream is skipped unless ``binary=True``.
         """
         t0 = time.perf_counter()
         head = readable.read(4) or b""
         kind = sniff(head)
         reader = (_Decoded(readable, kind, max_decompressed, max_ratio, head) if kind
-                  else _Plain(readable, head))
+                  else _Plain(readable, head, limit_or_default(max_decompressed)))
         task = _Task(0, Input(name, None, kind, 0))
         flag = cancel or _native.CancelFlag()
         tally = _native.Tally(len(self.signature_ids))
         result = _native.Result()
         error = self._scan_stream(task, self._scratch(), self.options.to_c(0, flag.pointer),
-                                  tally, result, (max_decompressed, max_ratio), flag, reader)
+                                  tally, result, (max_decompressed, max_ratio), flag, reader,
+                                  binary)
         sink = _Collector()
         sink.names = [name]
         st = _FileState(len(self.signature_ids))
@@ -486,9 +519,10 @@ class Scanner:
         sink.add_file(0, st)
         sink.bytes = result.scanned
         table = pa.Table.from_batches([batch] if batch is not None else [], schema=MATCH_SCHEMA)
-        stats = {"files": 1, "bytes": sink.bytes, "rows": table.num_rows,
-                 "seconds": time.perf_counter() - t0}
-        return ScanResult(table, sink.errors, sink.counts_table(self.signature_ids), stats)
+        stats = {"files": sink.files_read(), "skipped": len(sink.skipped), "bytes": sink.bytes,
+                 "rows": table.num_rows, "seconds": time.perf_counter() - t0}
+        return ScanResult(table, sink.errors, sink.counts_table(self.signature_ids), stats,
+                          sink.skipped)
 
     # -- internals ----------------------------------------------------------
     def _batch(self, result: _native.Result, names: pa.Array,
@@ -511,11 +545,19 @@ class Scanner:
               follow_symlinks: bool, progress: ProgressFn | None,
               cancel: _native.CancelFlag | None, sink: _Collector,
               max_decompressed: int | None = None,
-              max_ratio: float | None = None) -> Iterator[pa.RecordBatch]:
+              max_ratio: float | None = None, binary: bool = False) -> Iterator[pa.RecordBatch]:
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
-        inputs, errors = resolve_inputs(paths, follow_symlinks=follow_symlinks)
+        found, errors = resolve_inputs(paths, follow_symlinks=follow_symlinks)
         sink.errors.extend(errors)
+        inputs = []
+        for inp in found:
+            if inp.bad_magic:  # named .gz/.zst, binary content without the magic
+                sink.errors.append(FileError(inp.name, "corrupt", inp.bad_magic))
+            elif inp.binary and not binary:
+                sink.skipped.append(_skip(inp.name, inp.binary))
+            else:
+                inputs.append(inp)
         sink.names = [i.name for i in inputs]
         names = pa.array(sink.names, pa.string())
         n_threads = threads or default_threads()
@@ -530,7 +572,7 @@ class Scanner:
         limits = (max_decompressed, max_ratio)
 
         def work(task: _Task) -> _Done:
-            return self._run_task(task, flag, limits)
+            return self._run_task(task, flag, limits, binary)
 
         pending: deque[Future[_Done]] = deque()
         it = iter(tasks)
@@ -580,7 +622,7 @@ class Scanner:
                 yield _Task(idx, inp)
 
     def _run_task(self, task: _Task, flag: _native.CancelFlag,
-                  limits: tuple[int | None, float | None]) -> _Done:
+                  limits: tuple[int | None, float | None], binary: bool = False) -> _Done:
         tally = _native.Tally(len(self.signature_ids))
         result = _native.Result()
         opts = self.options.to_c(task.file_idx, flag.pointer)
@@ -595,14 +637,19 @@ class Scanner:
             newlines = result.newlines
             error = _status_error(task.inp.name, rc, err_no, msg)
         else:
-            error = self._scan_stream(task, scratch, opts, tally, result, limits, flag)
+            error = self._scan_stream(task, scratch, opts, tally, result, limits, flag,
+                                      binary=binary)
         return _Done(task, result, tally.counts(), newlines, error)
 
     def _scan_stream(self, task: _Task, scratch: _native.Scratch, opts: Any,
                      tally: _native.Tally, result: _native.Result,
                      limits: tuple[int | None, float | None],
-                     flag: _native.CancelFlag, reader: Any = None) -> FileError | None:
+                     flag: _native.CancelFlag, reader: Any = None,
+                     binary: bool = False) -> FileError | None:
         name = task.inp.name
+        # a plain file was classified from its first block when resolved; a
+        # compressed file or a stream is classified from its first decoded block
+        check_head = task.inp.path is None or task.inp.compression is not None
         try:
             if reader is None:
                 reader = open_reader(task.inp, max_decompressed=limits[0], max_ratio=limits[1])
@@ -624,7 +671,7 @@ class Scanner:
                             fill += n
                         else:
                             eof = True
-                except (CorruptInput, LimitExceeded, OSError) as exc:
+                except Exception as exc:  # noqa: BLE001 - any reader failure is this file's error
                     # scan what arrived intact, then report the damage
                     eof = True
                     kind = "limit" if isinstance(exc, LimitExceeded) else "corrupt"
@@ -632,12 +679,26 @@ class Scanner:
                         kind = "truncated"
                     if isinstance(exc, OSError):
                         kind = "open"
-                    err = FileError(name, kind, str(exc), getattr(exc, "errno", None))
-                    self._scan_chunk(scratch, mv, fill, base_off, base_line, line_start, opts,
-                                     tally, result)
+                    msg = str(exc) if isinstance(exc, (CorruptInput, LimitExceeded, OSError)) \
+                        else f"corrupt input: {type(exc).__name__}: {exc}"
+                    err = FileError(name, kind, msg, getattr(exc, "errno", None))
+                    skip = check_head and base_off == 0 and not binary \
+                        and binary_reason(buf[:min(fill, SNIFF_BYTES)])
+                    if not skip:
+                        self._scan_chunk(scratch, mv, fill, base_off, base_line, line_start,
+                                         opts, tally, result)
                     return err
                 finally:
                     mv.release()
+                if check_head:
+                    check_head = False
+                    head = bytes(buf[:min(fill, SNIFF_BYTES)])
+                    bad = wrong_magic(name, head) if task.inp.compression is None else None
+                    if bad:
+                        return FileError(name, "corrupt", bad)
+                    why = None if binary else binary_reason(head)
+                    if why:
+                        return _skip(name, why)
                 if fill == 0:
                     return None
                 forced = False
@@ -721,6 +782,11 @@ def _cap_mask(sig: np.ndarray, already: np.ndarray, cap: int) -> np.ndarray:
     return rank + already[sig] < cap
 
 
+def _skip(name: str, why: str) -> FileError:
+    """The record of a binary file that was not scanned."""
+    return FileError(name, "binary", f"skipped: {why}; binary=True / --binary scans it")
+
+
 def _status_error(name: str, rc: int, err_no: int, msg: str) -> FileError | None:
     if rc == _native.OK:
         return None
@@ -743,14 +809,23 @@ class _Collector:
 
     def __init__(self) -> None:
         self.errors: list[FileError] = []
+        self.skipped: list[FileError] = []
         self.names: list[str] = []
         self.bytes = 0
+        self._streams_skipped = 0
         self._counts: list[tuple[int, np.ndarray, np.ndarray]] = []
 
     def add_file(self, idx: int, st: _FileState) -> None:
         self._counts.append((idx, st.counts.copy(), st.kept.astype(np.uint64)))
-        if st.error is not None:
+        if st.error is not None and st.error.kind == "binary":
+            self.skipped.append(st.error)
+            self._streams_skipped += 1
+        elif st.error is not None:
             self.errors.append(st.error)
+
+    def files_read(self) -> int:
+        """Inputs read (binary ones skipped after decompression not counted)."""
+        return len(self.names) - self._streams_skipped
 
     def counts_table(self, sig_ids: list[str]) -> pa.Table:
         files, sigs, lines, kept = [], [], [], []

@@ -30,8 +30,22 @@ Defined outcomes for awkward inputs:
   SIGBUS is caught in C; ``read()``: end of file before the size at open); a
   rewrite that does not shrink it below the read position gives rows from
   whatever bytes were at each offset when read, never a crash;
-* ``max_decompressed`` bytes or ``max_ratio`` (decompressed/compressed) exceeded
-  by a compressed input: a ``limit`` error; the rows found so far are kept.
+* any decoder error (truncated stream, flipped bit, bad checksum, a bad
+  frame header), wherever it happens in the stream and whatever the codec:
+  a ``corrupt`` error; the rows decoded before it are kept (the decoder is fed
+  :data:`RAW_FEED` compressed bytes at a time, so at most that much input's
+  output is lost);
+* a file whose name says ``.gz``/``.zst`` but whose content does not start
+  with that magic: scanned as text when its first block is text (a misnamed
+  log), else a ``corrupt`` error (a damaged header); an empty one is
+  ``corrupt`` too;
+* ``max_decompressed`` bytes (default :data:`DEFAULT_MAX_DECOMPRESSED`, 64 GiB;
+  ``0`` for no bound) or ``max_ratio`` (decompressed/compressed) exceeded by a
+  compressed input or a stream: a ``limit`` error; the rows found so far are kept;
+* binary files (:func:`binary_reason`: NUL bytes scattered in the first
+  block, or the magic of an ELF/PNG/archive/... file) are skipped unless the
+  caller asks for them (``binary=True``); for compressed inputs and streams
+  the first decompressed block decides.
 """
 
 from __future__ import annotations
@@ -57,7 +71,25 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 STDIN = "-"
 
-RAW_CHUNK = 256 << 10  # compressed bytes fed to a decoder per call
+RAW_CHUNK = 256 << 10  # compressed bytes read from the file per call
+RAW_FEED = 16 << 10    # compressed bytes fed to a decoder per call: a damaged
+                       # stream loses at most this much input's output
+DEFAULT_MAX_DECOMPRESSED = 64 << 30  # bytes read per compressed file or stream
+SNIFF_BYTES = 8 << 10  # the first block that decides whether a file is binary
+COMPRESSED_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+
+# magic numbers of files that are never logs (checked at offset 0)
+BINARY_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x7fELF", "ELF"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"),
+    (b"GIF87a", "GIF"), (b"GIF89a", "GIF"), (b"PK\x03\x04", "zip"), (b"!<arch>\n", "ar archive"),
+    (b"\x93NUMPY", "NumPy"), (b"\x89HDF\r\n\x1a\n", "HDF5"), (b"\xfd7zXZ\x00", "xz"),
+    (b"BZh", "bzip2"), (b"7z\xbc\xaf\x27\x1c", "7z"), (b"SQLite format 3\x00", "SQLite"),
+    (b"\xca\xfe\xba\xbe", "Mach-O/Java class"), (b"\xcf\xfa\xed\xfe", "Mach-O"),
+    (b"\x00asm", "WebAssembly"),
+)
+_NUL_RUNS = re.compile(b"\x00+")
+NUL_RUN_IGNORED = 256  # longer NUL runs are holes (a crash, copytruncate), not binary
+NUL_BINARY = 8         # this many NUL bytes in shorter runs in the first block: binary
 
 
 class CorruptInput(Exception):
@@ -70,6 +102,76 @@ class LimitExceeded(Exception):
 
 class TruncatedInput(CorruptInput):
     """A file ended before the size it had when it was opened (it shrank)."""
+
+
+def binary_reason(block: bytes | bytearray | memoryview) -> str | None:
+    """Why the first block of a file says it is not a log, or None for text.
+
+    A known binary magic (ELF, PNG, zip, ar, ...) at offset 0, or at least
+    :data:`NUL_BINARY` NUL bytes in runs shorter than :data:`NUL_RUN_IGNORED`:
+    binary formats scatter NULs, while a log only gets NULs as long runs (the
+    hole a crash or ``copytruncate`` leaves), which do not count.
+    """
+    head = bytes(block[:SNIFF_BYTES])
+    for magic, what in BINARY_MAGIC:
+        if head.startswith(magic):
+            return f"binary file ({what})"
+    if b"\x00" not in head:
+        return None
+    scattered = 0
+    first = -1
+    for m in _NUL_RUNS.finditer(head):
+        n = m.end() - m.start()
+        if n < NUL_RUN_IGNORED and m.end() < len(head):  # a run cut by the block end may go on
+            scattered += n
+            if first < 0:
+                first = m.start()
+    if scattered >= NUL_BINARY:
+        return f"binary file (NUL bytes from offset {first})"
+    return None
+
+
+def claimed_compression(name: str) -> str | None:
+    """The compression a file name claims by its suffix (``.gz``, ``.zst``), if any."""
+    low = name.lower()
+    for suf, kind in COMPRESSED_SUFFIXES.items():
+        if low.endswith(suf):
+            return kind
+    return None
+
+
+def wrong_magic(name: str, head: bytes) -> str | None:
+    """The ``corrupt`` message for an input named ``.gz``/``.zst`` whose content
+    is neither that compression nor text (a damaged header), else None."""
+    claimed = claimed_compression(name)
+    if claimed is None or sniff(head) is not None:
+        return None
+    if not head:
+        return f"empty file, but the name says {claimed}: no {claimed} header"
+    if binary_reason(head) is not None or not _looks_like_text(head):
+        return (f"not {claimed} data (wrong magic {head[:4].hex()}), but the name says "
+                f"{claimed}: damaged header")
+    return None
+
+
+_NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
+
+
+def _looks_like_text(head: bytes) -> bool:
+    """At most 1% of the characters are invalid UTF-8 or control characters
+    other than whitespace and ESC (compressed data is about half such bytes)."""
+    text = head[:SNIFF_BYTES].decode("utf-8", "replace")
+    return len(_NOT_TEXT.findall(text)) <= max(2, len(text) // 100)
+
+
+def limit_or_default(max_decompressed: int | None) -> int | None:
+    """The decompressed-bytes bound in force: None gives the default
+    (:data:`DEFAULT_MAX_DECOMPRESSED`, read at call time), 0 no bound."""
+    if max_decompressed is None:
+        return DEFAULT_MAX_DECOMPRESSED
+    if max_decompressed <= 0:
+        return None
+    return max_decompressed
 
 
 class _Bounded:
@@ -108,13 +210,18 @@ class Input:
 
     ``name`` is the path as the user named it (the ``file`` column);
     ``path`` the bytes path to open (None for stdin); ``compression`` is
-    ``None``, ``"gzip"`` or ``"zstd"``; ``size`` the on-disk size.
+    ``None``, ``"gzip"`` or ``"zstd"``; ``size`` the on-disk size;
+    ``binary``: why its first block says it is not a log (None: text, or not
+    known before decompression); ``bad_magic``: the ``corrupt`` message of a
+    file named ``.gz``/``.zst`` that is not (see :func:`wrong_magic`).
     """
 
     name: str
     path: bytes | None
     compression: str | None
     size: int
+    binary: str | None = None
+    bad_magic: str | None = None
 
 
 # characters a display name escapes: backslash, C0/C1 controls, DEL, and the
@@ -192,10 +299,12 @@ def _classify(path: bytes, st: os.stat_result) -> Input | FileError:
                          "not a regular file (FIFO, socket or device); refused", None)
     try:
         with open(path, "rb", buffering=0) as f:
-            head = f.read(4)
+            head = f.read(SNIFF_BYTES)
     except OSError as exc:
         return file_error_from_os(name, exc)
-    return Input(name, path, sniff(head), st.st_size)
+    kind = sniff(head)
+    binary = None if kind else binary_reason(head)
+    return Input(name, path, kind, st.st_size, binary, wrong_magic(name, head))
 
 
 def resolve_inputs(paths: Iterable[str | bytes | os.PathLike[Any]], *,
@@ -252,7 +361,12 @@ class _Decoded:
     """``readinto`` over a compressed stream, with end-of-stream checks.
 
     Multi-member gzip and multi-frame zstd are read to the end; a stream that
-    stops inside a member/frame raises :class:`CorruptInput`.
+    stops inside a member/frame, and any error a decoder raises (whatever its
+    type, wherever in the stream, including the final drain of a zstd frame),
+    raise :class:`CorruptInput`.  The decoder gets :data:`RAW_FEED` bytes per
+    call and each call's output is handed out before the next call, so a
+    damaged stream loses at most one call's output.  ``max_out``: see
+    :func:`limit_or_default`.
     """
 
     def __init__(self, raw: IO[bytes], kind: str, max_out: int | None,
@@ -260,10 +374,11 @@ class _Decoded:
         self._raw = raw
         self._kind = kind
         self._pending = head
+        self._pos = 0
         self._dec = self._new_decoder()
         self._started = False
         self._eof_raw = False
-        self._max_out = max_out
+        self._max_out = limit_or_default(max_out)
         self._max_ratio = max_ratio
         self.bytes_in = 0
         self.bytes_out = 0
@@ -273,59 +388,82 @@ class _Decoded:
             return _zlib.decompressobj(wbits=31)
         return _zstd.ZstdDecompressor()
 
+    def _has_pending(self) -> bool:
+        return self._pos < len(self._pending)
+
     def _refill(self) -> None:
-        if not self._pending and not self._eof_raw:
+        if not self._has_pending() and not self._eof_raw:
             chunk = self._raw.read(RAW_CHUNK)
             if not chunk:
                 self._eof_raw = True
             self.bytes_in += len(chunk)
-            self._pending = chunk
+            self._pending, self._pos = chunk, 0
+
+    def _take(self) -> bytes:
+        data = self._pending[self._pos:self._pos + RAW_FEED]
+        self._pos += len(data)
+        return data
+
+    def _push_back(self, data: bytes) -> None:
+        if data:
+            self._pending = data + self._pending[self._pos:]
+            self._pos = 0
 
     def readinto(self, mv: memoryview) -> int:
+        try:
+            return self._readinto(mv)
+        except (CorruptInput, LimitExceeded, OSError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any decoder failure is damage
+            raise CorruptInput(f"corrupt compressed data: {type(exc).__name__}: {exc}") from None
+
+    def _readinto(self, mv: memoryview) -> int:
         want = len(mv)
         while True:
+            if (self._kind == "zstd" and self._started and not self._dec.eof
+                    and not self._dec.needs_input):
+                # the decoder holds input or output: drain it before feeding more
+                out = self._call(b"", want)
+                if out:
+                    return self._emit(mv, out)
             self._refill()
             if self._dec_finished():
                 # a finished member/frame: continue with the next one, if any
-                rest = self._unused()
-                if rest:
-                    self._pending = rest + self._pending
-                if not self._pending:
+                self._push_back(self._unused())
+                if not self._has_pending():
                     if self._eof_raw:
                         return 0
                     continue
                 self._dec = self._new_decoder()
                 self._started = False
                 continue
-            if not self._pending and self._eof_raw:
-                if self._kind == "zstd" and self._started and not self._dec.needs_input:
-                    out = bytes(self._dec.decompress(b"", max_length=want))  # drain
-                    if out:
-                        mv[:len(out)] = out
-                        self.bytes_out += len(out)
-                        self._check_limits()
-                        return len(out)
+            if not self._has_pending() and self._eof_raw:
                 if self._started:
                     raise CorruptInput("compressed stream ends early (truncated archive)")
                 return 0
-            data, self._pending = self._pending, b""
-            try:
-                out = self._decompress(data, want)
-            except (_zlib.error, _zstd.ZstdError, EOFError) as exc:
-                raise CorruptInput(f"corrupt compressed data: {exc}") from None
+            out = self._call(self._take(), want)
             self._started = True
             if out:
-                n = len(out)
-                mv[:n] = out
-                self.bytes_out += n
-                self._check_limits()
-                return n
+                return self._emit(mv, out)
+
+    def _call(self, data: bytes, want: int) -> bytes:
+        try:
+            return self._decompress(data, want)
+        except (_zlib.error, _zstd.ZstdError, EOFError, ValueError) as exc:
+            raise CorruptInput(f"corrupt compressed data: {exc}") from None
+
+    def _emit(self, mv: memoryview, out: bytes) -> int:
+        n = len(out)
+        mv[:n] = out
+        self.bytes_out += n
+        self._check_limits()
+        return n
 
     def _decompress(self, data: bytes, want: int) -> bytes:
         d = self._dec
         if self._kind == "gzip":
             out = d.decompress(data, want)
-            self._pending = d.unconsumed_tail + self._pending
+            self._push_back(bytes(d.unconsumed_tail))
             return bytes(out)
         return bytes(d.decompress(data, max_length=want))
 
@@ -348,19 +486,30 @@ class _Decoded:
 
 
 class _Plain:
-    """``readinto`` over an uncompressed stream (stdin, or read mode)."""
+    """``readinto`` over an uncompressed stream (stdin, or read mode).
 
-    def __init__(self, raw: IO[bytes], head: bytes = b"") -> None:
+    ``max_out``: bytes handed out before :class:`LimitExceeded` (None: no
+    bound; streams such as stdin or a tar member get the decompression bound,
+    since their bytes usually come out of a decompressor).
+    """
+
+    def __init__(self, raw: IO[bytes], head: bytes = b"", max_out: int | None = None) -> None:
         self._raw = raw
         self._head = head
+        self._max_out = max_out
+        self.bytes_out = 0
 
     def readinto(self, mv: memoryview) -> int:
         if self._head:
             n = min(len(self._head), len(mv))
             mv[:n] = self._head[:n]
             self._head = self._head[n:]
-            return n
-        return self._raw.readinto(mv) or 0
+        else:
+            n = self._raw.readinto(mv) or 0
+        self.bytes_out += n
+        if self._max_out is not None and self.bytes_out > self._max_out:
+            raise LimitExceeded(f"stream exceeds the limit of {self._max_out} bytes")
+        return n
 
     def close(self) -> None:
         self._raw.close()
@@ -370,7 +519,9 @@ def open_reader(inp: Input, *, max_decompressed: int | None = None,
                 max_ratio: float | None = None) -> Any:
     """A reader with ``readinto(memoryview) -> int`` and ``close()`` for ``inp``.
 
-    stdin is sniffed for compression from its first bytes.
+    stdin is sniffed for compression from its first bytes.  ``max_decompressed``
+    bounds the bytes read from a compressed file or from stdin (see
+    :func:`limit_or_default`).
     """
     if inp.path is None:
         raw: IO[bytes] = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)
@@ -378,7 +529,7 @@ def open_reader(inp: Input, *, max_decompressed: int | None = None,
         kind = sniff(head)
         if kind:
             return _Decoded(raw, kind, max_decompressed, max_ratio, head)
-        return _Plain(raw, head)
+        return _Plain(raw, head, limit_or_default(max_decompressed))
     raw = open(inp.path, "rb", buffering=0)
     try:
         st = os.fstat(raw.fileno())

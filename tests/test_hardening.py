@@ -247,7 +247,7 @@ def test_binary_files_scan_cleanly_with_valid_utf8_text(make_scanner, tmp_path: 
     elf = tmp_path / "ls"
     shutil.copyfile(shutil.which("ls") or "/bin/ls", elf)
     pats = {"oom": ["CUDA out of memory"], "elf": ["ELF"], "glibc": [r"GLIBC_2\.[0-9]+"]}
-    res = make_scanner(pats).run([noise, elf], errors="collect")
+    res = make_scanner(pats).run([noise, elf], errors="collect", binary=True)
     assert res.ok
     text = res.table.column("text")
     text.validate(full=True)  # Arrow checks every string is valid UTF-8
