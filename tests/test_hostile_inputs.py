@@ -196,9 +196,13 @@ def test_damaged_stream_is_a_corrupt_error_with_rows_before_kept(
 def test_issue_reproduction_bit_flipped_zstd_at_one_megabyte(tmp_path: Path) -> None:
     # a 300k-line log compressed with a frame checksum (as the zstd tool
     # does), one bit flipped at byte 1,000,000: the damage surfaces in the
-    # end-of-frame drain
-    body = _body(300_000, seed=2)
+    # end-of-frame drain (the checksum no longer matches)
+    rng = random.Random(2)
+    body = b"".join(b"[rank1]: RuntimeError: CUDA out of memory. marker %d\n" % i if i % 997 == 0
+                    else b"[rank1] step %d loss %s\n" % (i, str(round(rng.random(), 4)).encode())
+                    for i in range(300_000))
     blob = bytearray(zstd.compress(body, options={zstd.CompressionParameter.checksum_flag: 1}))
+    assert 1_000_000 < len(blob) < 1_000_000 + (1 << 20)
     blob[1_000_000] ^= 0x01
     bad = tmp_path / "bad.log.zst"
     bad.write_bytes(bytes(blob))
