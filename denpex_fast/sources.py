@@ -83,11 +83,12 @@ BINARY_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x7fELF", "ELF"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"),
     (b"GIF87a", "GIF"), (b"GIF89a", "GIF"), (b"PK\x03\x04", "zip"), (b"!<arch>\n", "ar archive"),
     (b"\x93NUMPY", "NumPy"), (b"\x89HDF\r\n\x1a\n", "HDF5"), (b"\xfd7zXZ\x00", "xz"),
-    (b"BZh", "bzip2"), (b"7z\xbc\xaf\x27\x1c", "7z"), (b"SQLite format 3\x00", "SQLite"),
+    (b"7z\xbc\xaf\x27\x1c", "7z"), (b"SQLite format 3\x00", "SQLite"),
     (b"\xca\xfe\xba\xbe", "Mach-O/Java class"), (b"\xcf\xfa\xed\xfe", "Mach-O"),
     (b"\x00asm", "WebAssembly"),
 )
 _NUL_RUNS = re.compile(b"\x00+")
+_BZIP2 = re.compile(b"BZh[1-9]1AY&SY")
 NUL_RUN_IGNORED = 256  # longer NUL runs are holes (a crash, copytruncate), not binary
 NUL_BINARY = 8         # this many NUL bytes in shorter runs in the first block: binary
 
@@ -116,6 +117,8 @@ def binary_reason(block: bytes | bytearray | memoryview) -> str | None:
     for magic, what in BINARY_MAGIC:
         if head.startswith(magic):
             return f"binary file ({what})"
+    if _BZIP2.match(head):
+        return "binary file (bzip2)"
     if b"\x00" not in head:
         return None
     scattered = 0

@@ -389,6 +389,20 @@ def test_binary_files_are_skipped_counted_and_scanned_on_request(
     assert {"libfoo.so", "arch.tar::libfoo.so"} <= files
 
 
+@pytest.mark.parametrize("head,binary", [
+    (b"INFO step 1\n" * 100, False),
+    (b"INFO a C string\x00 printed raw\n" * 7, False),            # a few stray NULs
+    (b"INFO step 1\n" + b"\x00" * 5000 + b"INFO step 2\n", False),  # a crash hole
+    (b"\x00" * 9000, False),                                       # only a hole so far
+    (b"BZh is how the line starts\n", False),
+    (b"BZh91AY&SY" + bytes(range(256)), True),
+    (b"\x7fELF\x02\x01\x01", True),
+    (b"ab\x00\x01cd\x00\x00" * 4, True),
+])
+def test_binary_reason(head: bytes, binary: bool) -> None:
+    assert (sources.binary_reason(head) is not None) is binary
+
+
 @pytest.mark.timeout(300)
 def test_diagnose_never_blames_strings_inside_binaries(tmp_path: Path) -> None:
     f = _binaries(tmp_path)
