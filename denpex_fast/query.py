@@ -184,7 +184,9 @@ class Index:
         installs raise ``duckdb.PermissionException``; open the index with
         ``unsafe=True`` to allow them.
         """
-        return self.connection().sql(query).to_arrow_table()
+        rel = self.connection().sql(query)
+        # a statement with no result (COPY, SET) gives no relation on some DuckDB versions
+        return rel.to_arrow_table() if rel is not None else pa.table({})
 
     def report(self, name: str) -> pa.Table:
         """A ready-made report: ``top-causes``, ``by-host`` or ``trend``."""
