@@ -41,7 +41,8 @@ equals the outermost (the launcher's) wins:
    ``host:pid``, same Ray/vLLM worker pid) that has a rank, when they agree;
 5. the path: the file name (``rank5.log``, ``rank_5.txt``, ``rank-3.out``,
    ``train_rank3.log``, ``*-worker-3.log``: the worker index), a directory
-   named only for a rank (``rank5/``), the torchrun ``--log-dir`` layout
+   named only for a rank (``rank5/``, Open MPI's ``--output-filename``
+   ``1/rank.5/stderr``), the torchrun ``--log-dir`` layout
    ``<run_id>/attempt_0/5/stderr.log`` (``5`` is the local rank: it is taken
    as the rank, which is right on one node, and the notes say so).  Slurm
    ``slurm-1234_3.out`` names an array task and gives none; a directory
@@ -318,7 +319,8 @@ def _gather_strings(sources: list[pa.Array], idx: np.ndarray) -> pa.Array:
 # paths
 
 _PATH_RANK = re.compile(r"(?:^|[^A-Za-z0-9])rank[-_]?(\d{1,7})(?![0-9])", re.I)
-_DIR_RANK = re.compile(r"^rank[-_]?(\d{1,7})$", re.I)   # a directory named for a rank
+# a directory named for a rank; ``rank.N`` is Open MPI's --output-filename layout
+_DIR_RANK = re.compile(r"^rank[-_.]?(\d{1,7})$", re.I)
 _PATH_RANK_PREFIXED = re.compile(r"(?:local|node|group|mp|pp|tp|dp|ep|cp)[-_]rank[-_]?\d", re.I)
 _PATH_WORKER = re.compile(r"(?:^|[-_.])worker[-_]?(\d{1,7})$", re.I)
 _TORCHRUN_DIR = re.compile(r"(?:^|/)attempt_\d+/(\d{1,7})/(?:stdout|stderr)\.log$")

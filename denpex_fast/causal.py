@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -360,6 +360,13 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int]) -> tuple[i
         if len(waiting) >= 2 and len(silent) == 1:
             return silent[0], [f"{len(waiting)} ranks report {sig}; rank {silent[0]} does not: "
                                f"the others were waiting for it"]
+        if (len(waiting) >= 2 and len(silent) == 2 and silent[0] == 0
+                and sig == "a rendezvous timeout"):
+            # with env:// or tcp:// initialisation rank 0 hosts the store: it
+            # waits on the server side, without the clients' timeout message
+            return silent[1], [f"{len(waiting)} ranks report {sig}; ranks 0 and {silent[1]} do "
+                               f"not, and rank 0 hosts the store: the others were waiting "
+                               f"for rank {silent[1]}"]
         return None, []
     seq, waiting = max(by_seq.items(), key=lambda kv: (len(kv[1]), -kv[0]))
     if enqueued:
@@ -444,12 +451,14 @@ def ranks_from_paths(files: Iterable[str]) -> set[int]:
 
 def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
                 progress: dict[int, int] | None = None, model: Any = None,
-                novel: set[tuple[str, int]] | None = None) -> Ranking:
+                novel: set[tuple[str, int]] | None = None, reader: Any = None) -> Ranking:
     """Rank the incidents of one job with the scored model; see the module docstring.
 
     ``progress``: the last step per rank (:func:`denpex_fast.progress.last_steps`);
     ``model``: a :class:`denpex_fast.ranker.Model` (default: the shipped one);
-    ``novel``: (file, line) of lines whose template a healthy baseline never printed.
+    ``novel``: (file, line) of lines whose template a healthy baseline never printed;
+    ``reader``: the job's :class:`denpex_fast.readback.JobBytes`, for the last
+    line of a rank that went silent (a rank that printed no error at all).
     """
     from .ranker import load_model
 
@@ -463,6 +472,8 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     known_ranks = {e.rank for e in events if e.rank is not None}
     if table.num_rows:
         known_ranks |= ranks_from_paths(file_names(table))
+    if reader is not None:  # files with no match name their rank too
+        known_ranks |= {r for r in _file_ranks(reader.labels(), events).values()}
     hidden = shadowed(events, kb)
     live = [e for e in events if e.index not in hidden]
     _global_ranks(live)
@@ -479,7 +490,8 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
             # every peer dies with after an exception (a timeout waiting for it)
             code = _num(c.head.fields, EXIT_FIELDS)
             c.rank = virtual[0].rank if virtual and code is not None and int(code) != 1 else None
-    virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, cands)
+    virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, cands,
+                                reader)
     cands += virtual
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
@@ -683,9 +695,12 @@ def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.nda
 
 def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ranks: set[int],
                       progress: dict[int, int] | None, stall: float | None = None,
-                      bound: float = 0.0, cands: Sequence[Incident] = ()) -> list[Incident]:
+                      bound: float = 0.0, cands: Sequence[Incident] = (),
+                      reader: Any = None) -> list[Incident]:
     """Ranks suspected from absence: the one the others waited for, the one
-    whose progress stopped first.  Named by their last line, when they have one."""
+    whose progress stopped first.  Named by their last line, when they have one:
+    the one the others waited for by the last line of its own output, read
+    back when no pattern matched it (a rank that never joined prints no error)."""
     out = []
     for kind, (rank, why) in (("silent_suspect", _watchdog_suspect(specific, known_ranks)),
                               ("laggard", _progress_suspect(live, progress))):
@@ -711,9 +726,87 @@ def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ra
             d = min(death, key=lambda c: (c.t if c.t is not None else math.inf, c.lines[0]))
             out.append(Incident(list(d.members), d.head, rank, d.host, d.tier, d.t, extra))
             continue
+        if kind == "silent_suspect" and reader is not None:
+            tail = _own_last_line(rank, live, reader)
+            if tail is not None and (last is None or last.file != tail.file or last.line < tail.line):
+                last = tail
         out.append(Incident([last] if last else [], last, rank, last.host if last else None,
                             TIER_COLLATERAL, None, extra))
     return out
+
+
+#: the signature of a rank's last own line, read back (no pattern matched it)
+LAST_LINE = "rank-last-line"
+
+
+def _file_ranks(labels: Iterable[str], events: Sequence[Event]) -> dict[str, int]:
+    """The rank whose own output each per-rank file is.
+
+    A file whose matched lines all carry one rank is that rank's; a file with
+    no matched line takes the rank its path names, shifted to a global rank
+    the way its siblings' are (``node1/.../attempt_0/0/stderr.log`` of a
+    second node's first worker).
+    """
+    from .attribution import path_facts
+
+    by_file: dict[str, set[int | None]] = defaultdict(set)
+    for e in events:
+        by_file[e.file].add(e.rank)
+    out: dict[str, int] = {}
+    shift: dict[str, Counter[int]] = defaultdict(Counter)
+    for label, ranks in by_file.items():
+        if len(ranks) == 1 and None not in ranks:
+            r = next(iter(ranks))
+            assert r is not None
+            out[label] = r
+            p = path_facts(label).rank
+            if p is not None:
+                shift[_rank_dir(label)][r - p] += 1
+    for label in labels:
+        if label in by_file:
+            continue
+        p = path_facts(label).rank
+        if p is None:
+            continue
+        moves = shift.get(_rank_dir(label))
+        out[label] = p + (moves.most_common(1)[0][0] if moves else 0)
+    return out
+
+
+def _rank_dir(label: str) -> str:
+    """The directory that holds one entry per rank (``attempt_0`` of ``attempt_0/3/stderr.log``)."""
+    head = label.replace("\\", "/").rsplit("/", 1)[0]
+    return head.rsplit("/", 1)[0] if _LOCAL_PATH.search(label.replace("\\", "/")) else head
+
+
+def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | None:
+    """The last line of ``rank``'s own output when it printed no error there.
+
+    Only a file that is the rank's alone counts (console captures interleave
+    ranks); a file where the rank printed a cause or symptom is left to its
+    matched lines.  Of several (stdout and stderr) the one written last wins.
+    """
+    best: tuple[tuple[float, int], Event] | None = None
+    for label, r in _file_ranks(reader.labels(), live).items():
+        if r != rank:
+            continue
+        rows = [e for e in live if e.file == label]
+        if any(e.role != "context" for e in rows):
+            continue
+        got = reader.last_line(label)
+        if got is None:
+            continue
+        line, text = got
+        if any(e.line >= line for e in rows):
+            continue  # its last line matched: the matched rows already name it
+        t = max((e.t for e in rows if e.t is not None), default=None)
+        host = next((e.host for e in rows if e.host), None)
+        ev = Event(-1, LAST_LINE, "context", "info", "unknown", label, line, text[:2000],
+                   rank, host, None, {}, t)
+        key = (t if t is not None else -math.inf, 1 if "err" in label.rsplit("/", 1)[-1] else 0)
+        if best is None or key > best[0]:
+            best = (key, ev)
+    return best[1] if best else None
 
 
 def _last_marked(events: Sequence[Event], kb: Any, mark: str) -> Event | None:

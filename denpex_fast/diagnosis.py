@@ -122,6 +122,8 @@ class Diagnosis:
     candidates_incidents: list[Any] = field(default_factory=list, repr=False)
     ranking_features: Any = field(default=None, repr=False)
     initiating_incident: Any = field(default=None, repr=False)
+    # denpex_fast.readback.JobBytes: reads of the job's bytes (lines around a match)
+    reader: Any = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (schema ``denpex.diagnosis/1``; keys are stable)."""
@@ -226,8 +228,10 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
     c = result.counts
     capped = set(pc.unique(c.filter(pc.greater(c.column("lines"), c.column("kept")))
                            .column("file")).to_pylist()) if c.num_rows else set()
+    from .readback import JobBytes
+
     d = diagnose_table(result.table, signatures=scanner.signature_set, default_tz=default_tz,
-                       novel=novel, tail_files=capped)
+                       novel=novel, tail_files=capped, reader=JobBytes.from_scan(result))
     d.errors = [e.to_dict() for e in result.errors]
     if d.errors and d.verdict in ("no-failure-found", "stopped"):
         d.verdict = "incomplete"
@@ -256,7 +260,7 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
                    attributed: bool | None = None,
                    novel: set[tuple[str, int]] | None = None,
                    locations: Mapping[str, str] | None = None,
-                   tail_files: set[str] | None = None) -> Diagnosis:
+                   tail_files: set[str] | None = None, reader: Any = None) -> Diagnosis:
     """Diagnose from an existing match table (attributed or not).
 
     ``novel``: (file, line) of lines a healthy baseline never printed; a
@@ -265,9 +269,16 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
     relative to a job), so the answer does not depend on the working directory.
     ``tail_files``: the files whose tails are read for each rank's last step
     (default: all; :func:`diagnose` passes only those whose rows were capped,
-    the others' step lines are all in the table).
+    the others' step lines are all in the table).  ``reader``: the
+    :class:`denpex_fast.readback.JobBytes` of the scan (default: one that
+    resolves labels through ``locations``, else as paths); every later read
+    of the job's bytes goes through it.
     """
+    from .readback import JobBytes
     from .signatures import load_signatures
+
+    if reader is None:
+        reader = JobBytes(locations=locations)
 
     kb = signatures if signatures is not None else load_signatures(validate_patterns=False)
     notes: list[str] = []
@@ -284,21 +295,22 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
 
         att = attribute(table, default_tz=default_tz, locations=locations)
         table, notes = att.table, list(att.notes)
-    progress = _progress(table, locations, tail_files)
-    ranking = rank_events(table, kb, progress=progress, novel=novel)
+    progress = _progress(table, reader, tail_files)
+    ranking = rank_events(table, kb, progress=progress, novel=novel, reader=reader)
     d = _assemble(ranking, table, kb, notes)
+    d.reader = reader
     if progress:
         d.rank_fates = _with_progress(d.rank_fates, progress)
     return d
 
 
-def _progress(table: pa.Table, locations: Mapping[str, str] | None = None,
+def _progress(table: pa.Table, reader: Any,
               tail_files: set[str] | None = None) -> dict[int, int]:
     """Last step per rank from the tails of the job's plain files."""
     from .progress import last_steps
 
     names = [n for n in file_names(table) if tail_files is None or n in tail_files]
-    return last_steps(names, locations=locations) if names else {}
+    return last_steps(names, reader=reader) if names else {}
 
 
 def _with_progress(fates: pa.Table, progress: dict[int, int]) -> pa.Table:
@@ -396,7 +408,19 @@ def _fix(first: Event | None, kb: Any, events: Iterable[Event] = ()) -> dict[str
     try:
         sig = kb[first.signature]
     except KeyError:
-        return None
+        # a silent rank's last line, read back: the fix is that of what the
+        # others reported while they waited for it (its own line says where it stopped)
+        waits = [e for e in events if e.role == "symptom" and e.phase in ("rendezvous", "communication")
+                 and e.rank != first.rank and e.signature in kb
+                 and "catch-all" not in kb[e.signature].marks]
+        if not waits:
+            return None
+        wait = min(waits, key=lambda e: (e.t if e.t is not None else float("inf"), e.line))
+        sig = kb[wait.signature]
+        return {"id": sig.id, "title": sig.title, "root_cause": sig.root_cause, "fix": sig.fix,
+                "verify": verify_command(sig.verify, wait.file), "checklist": list(sig.checklist),
+                "fields": dict(wait.fields), "job_values": _job_values(sig.fix, events),
+                "references": list(sig.references)}
     return {"id": sig.id, "title": sig.title, "root_cause": sig.root_cause, "fix": sig.fix,
             "verify": verify_command(sig.verify, first.file), "checklist": list(sig.checklist),
             "fields": dict(first.fields), "job_values": _job_values(sig.fix, events),

@@ -15,11 +15,12 @@ Compressed inputs and stdin have no cheap tail; they are skipped and said so.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
+
+from .readback import JobBytes
 
 TAIL_BYTES = 1 << 20
 
@@ -32,40 +33,32 @@ STEP_FORMS = [
 ]
 
 
-def _tail_lines(path: str, nbytes: int) -> list[bytes]:
-    try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not os.path.isfile(path) or st.st_size == 0:
-                return []
-            start = max(0, st.st_size - nbytes)
-            f.seek(start)
-            data = f.read(nbytes)
-    except OSError:
-        return []
-    if data[:2] in (b"\x1f\x8b", b"\x28\xb5") and start == 0:
-        return []  # compressed: no tail without decompressing everything
-    lines = data.split(b"\n")
-    if start > 0:
-        lines = lines[1:]  # the first one is cut
-    return lines
-
-
 def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES,
-               locations: Mapping[str, str] | None = None) -> dict[int, int]:
+               locations: Mapping[str, str] | None = None,
+               reader: JobBytes | None = None) -> dict[int, int]:
     """Highest step number seen per rank in the tail of each plain file.
 
-    ``locations``: where to read a file whose label is not its path.
+    ``reader``: the job's :class:`~denpex_fast.readback.JobBytes` (default:
+    one over ``locations``, where to read a file whose label is not its path).
     """
     from .attribution import line_facts, path_facts
 
+    reader = reader or JobBytes(locations=locations)
     out: dict[int, int] = {}
     for name in files:
-        if name == "-" or name.endswith((".gz", ".zst", ".zstd")):
+        inp = reader.input(name)
+        if inp is None or inp.compression is not None:
+            continue  # stdin, an archive member, compressed: no cheap tail
+        got = reader.tail(name, tail_bytes)
+        if got is None:
             continue
+        start, data = got
+        lines = data.split(b"\n")
+        if start > 0:
+            lines = lines[1:]  # the first one is cut
         texts: list[str] = []
         steps: list[int] = []
-        for raw in _tail_lines((locations or {}).get(name, name), tail_bytes):
+        for raw in lines:
             for rx in STEP_FORMS:
                 m = rx.search(raw)
                 if m:

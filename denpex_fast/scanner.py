@@ -122,6 +122,10 @@ class ScanResult:
     counts: pa.Table = field(default_factory=lambda: COUNTS_SCHEMA.empty_table())
     stats: dict[str, float] = field(default_factory=dict)
     skipped: list[FileError] = field(default_factory=list)
+    # label -> the Input it was read from (files with no match included), so
+    # later stages read a job's bytes back through one reader
+    # (denpex_fast.readback.JobBytes), never by reopening labels
+    inputs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -441,7 +445,7 @@ class Scanner:
                 meta[b"denpex.skipped"] = json.dumps([e.to_dict() for e in sink.skipped]).encode()
             table = table.replace_schema_metadata(meta)
         result = ScanResult(table, sink.errors, sink.counts_table(self.signature_ids), stats,
-                            sink.skipped)
+                            sink.skipped, sink.inputs)
         if sink.errors and errors == "raise":
             raise ScanError(sink.errors, result)
         return result
@@ -559,6 +563,7 @@ class Scanner:
             else:
                 inputs.append(inp)
         sink.names = [i.name for i in inputs]
+        sink.inputs = {i.name: i for i in inputs if i.path is not None}
         names = pa.array(sink.names, pa.string())
         n_threads = threads or default_threads()
         if unit_size < 1:
@@ -811,6 +816,7 @@ class _Collector:
         self.errors: list[FileError] = []
         self.skipped: list[FileError] = []
         self.names: list[str] = []
+        self.inputs: dict[str, Any] = {}
         self.bytes = 0
         self._streams_skipped = 0
         self._counts: list[tuple[int, np.ndarray, np.ndarray]] = []

@@ -120,12 +120,9 @@ AROUND_BYTES = 16 << 10   # read at most this much on each side of the initiatin
 
 def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str]]:
     """(line number, text) of the lines around the initiating line, read from
-    its file at the line's byte offset (plain files only; bounded reads)."""
-    import os
-
+    its file at the line's byte offset through the diagnosis's reader
+    (bounded reads; gzip/zstd decoded forward up to a bound)."""
     import pyarrow.compute as pc
-
-    from .sources import path_from_display
 
     i = getattr(d, "initiating", None)
     t = getattr(d, "table", None)
@@ -137,18 +134,14 @@ def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str
     if not rows.num_rows:
         return []
     offset = int(rows.column("offset")[0].as_py())
-    try:
-        path = path_from_display(i.file)
-        with open(path, "rb") as f:
-            head = f.read(4)
-            if head[:2] == b"\x1f\x8b" or head == b"\x28\xb5\x2f\xfd":
-                return []          # compressed: offsets are in the decompressed stream
-            start = max(0, offset - AROUND_BYTES)
-            f.seek(start)
-            buf = f.read(offset - start + AROUND_BYTES)
-    except (OSError, ValueError):
-        return []
-    if not os.path.isfile(path):
+    reader = getattr(d, "reader", None)
+    if reader is None:
+        from .readback import JobBytes
+
+        reader = JobBytes()
+    start = max(0, offset - AROUND_BYTES)
+    buf = reader.read(i.file, start, offset - start + AROUND_BYTES)
+    if buf is None:
         return []
     pre = buf[: offset - start].split(b"\n")
     if start > 0:

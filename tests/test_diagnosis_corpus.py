@@ -104,10 +104,6 @@ def test_confidence_is_calibrated_and_monotone() -> None:
 MATRIX = sorted(p for p in GENERATED.iterdir() if (p / "truth.json").is_file()
                 and "expected_verdict" in json.loads((p / "truth.json").read_text()))
 MATRIX_KNOWN_MISSES = {
-    "031-tr1n-never-joins": "right rank; its only line ('worker starting') matches no signature",
-    "038-tr2n-never-joins": "right rank; its only line ('worker starting') matches no signature",
-    "045-dsl-never-joins": "two silent ranks: the store's host waits without printing a known timeout",
-    "052-mpi-never-joins": "two silent ranks: not every waiting rank prints a known timeout",
     "027-tr1n-sys-exit": "peers report the closed connection before the agent sees rank 0 exit with "
                          "code 2; two ranks are silent (one was torn down), so none is singled out",
     "041-dsl-sys-exit": "DeepSpeed's exit line names the last rank spawned; a peer's gloo error ranks first",

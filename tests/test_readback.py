@@ -1,0 +1,71 @@
+"""JobBytes: later stages read a job's bytes back through the scan's inputs."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import pytest
+
+from denpex_fast import Scanner
+from denpex_fast.readback import JobBytes
+
+LINES = [b"2024-05-01 12:00:00 start", b"step=1 loss=2.0", b"", b"worker waiting for peers", b"", b""]
+
+
+@pytest.fixture
+def job(tmp_path):
+    (tmp_path / "rank0.log").write_bytes(b"\n".join(LINES))
+    (tmp_path / "rank1.log.gz").write_bytes(gzip.compress(b"\r\n".join(LINES)))
+    (tmp_path / "quiet.log").write_bytes(b"")
+    return tmp_path
+
+
+def _scan(job):
+    return Scanner(patterns={"step": ["step=1"]}, cache_dir=False).run([str(job)])
+
+
+def test_inputs_list_every_file_read_match_or_not(job):
+    res = _scan(job)
+    assert sorted(os.path.basename(k) for k in res.inputs) == ["quiet.log", "rank0.log", "rank1.log.gz"]
+    assert res.table.num_rows == 2  # only two files matched; inputs still lists all three
+
+
+def test_last_line_skips_trailing_blank_lines_plain_and_gzip(job):
+    jb = JobBytes.from_scan(_scan(job))
+    by_name = {os.path.basename(k): k for k in jb.labels()}
+    assert jb.last_line(by_name["rank0.log"]) == (4, "worker waiting for peers")
+    n, text = jb.last_line(by_name["rank1.log.gz"])
+    assert (n, text.rstrip("\r")) == (4, "worker waiting for peers")
+    assert jb.last_line(by_name["quiet.log"]) is None
+
+
+def test_read_and_tail_agree_with_the_bytes(job):
+    jb = JobBytes.from_scan(_scan(job))
+    plain = next(k for k in jb.labels() if k.endswith("rank0.log"))
+    packed = next(k for k in jb.labels() if k.endswith(".gz"))
+    data = b"\n".join(LINES)
+    assert jb.read(plain, 5, 10) == data[5:15]
+    assert jb.tail(plain, 8) == (len(data) - 8, data[-8:])
+    crlf = b"\r\n".join(LINES)
+    assert jb.read(packed, 3, 20) == crlf[3:23]          # decoded offsets
+    assert jb.tail(packed, 7) == (len(crlf) - 7, crlf[-7:])
+
+
+def test_labels_resolve_through_locations_whatever_the_cwd(job, tmp_path_factory, monkeypatch):
+    jb = JobBytes(locations={"logs/rank0.log": str(job / "rank0.log")})
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    assert jb.last_line("logs/rank0.log") == (4, "worker waiting for peers")
+    assert jb.read("no/such/file.log", 0, 10) is None
+    assert jb.last_line("no/such/file.log") is None
+
+
+def test_a_truncated_gzip_answers_what_it_can(job):
+    full = gzip.compress(b"\n".join([b"line %d" % i for i in range(20000)]))
+    (job / "cut.log.gz").write_bytes(full[: len(full) // 2])
+    jb = JobBytes.from_scan(Scanner(patterns={"x": ["line 1"]}, cache_dir=False)
+                            .run([str(job / "cut.log.gz")], errors="collect"))
+    label = jb.labels()[0]
+    assert jb.read(label, 0, 6) == b"line 0"
+    got = jb.last_line(label)  # ends where the damage starts, never raises
+    assert got is None or got[1].startswith("line")
