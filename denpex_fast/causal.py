@@ -835,10 +835,17 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
     # a file with no timestamp at all cannot be placed on the time axis: when
     # one holds a candidate, time order gives way to file order, then line order
     untimed = {cands[i].file for i in real} - {cands[i].file for i in real if cands[i].t is not None}
+    # a file that only repeats what timed files printed (torchelastic's
+    # error.json, a console copy) says nothing new about the order
+    timed_sigs = {cands[i].head.signature for i in real if cands[i].t is not None}
+    untimed = {f for f in untimed if any(cands[i].file == f and cands[i].head.signature
+                                         not in timed_sigs for i in real)}
     if untimed:
         timed = sorted(real, key=lambda i: (file_rank.get(cands[i].file, 0), cands[i].lines[0]))
     else:
-        timed = sorted(real, key=lambda i: (cands[i].t if cands[i].t is not None else math.inf,
+        when = _death_times(cands, real, live, kb)
+        timed = sorted(real, key=lambda i: (when.get(i, cands[i].t if cands[i].t is not None
+                                                     else math.inf),
                                             file_rank.get(cands[i].file, 0), cands[i].lines[0]))
     # what the job's symptoms and wrappers say caused them
     symptoms = {e.signature for e in live if e.role == "symptom"
@@ -892,6 +899,39 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
         if novel and any((m.file, m.line) in novel for m in c.members):
             X[i, col["novel"]] = 1.0
     return X
+
+
+#: seconds a launcher may take to notice and report a worker's death
+#: (torchrun polls its workers every few seconds, DeepSpeed's launcher each second)
+LAUNCHER_LAG = 30.0
+
+
+def _death_times(cands: Sequence[Incident], real: Sequence[int], live: Sequence[Event],
+                 kb: Any) -> dict[int, float]:
+    """When a launcher's record of a worker's death says the death happened.
+
+    The record is printed when the launcher notices, after the peers may
+    already have reported the lost connection the death caused.  A record of
+    a rank's own failure (an exit code other than 1, or a signal it was not
+    sent by the agent) is placed just before the earliest symptom on another
+    rank that its death explains (``caused_by``), printed within
+    :data:`LAUNCHER_LAG` before it.
+    """
+    out: dict[int, float] = {}
+    for i in real:
+        c = cands[i]
+        if c.t is None or c.rank is None or c.head is None or c.head.phase != "launcher":
+            continue
+        codes = [x for m in c.members if (x := exit_status(m)) is not None]
+        if not any(x not in (0, 1) and x not in AGENT_SIGTERM_CODES for x in codes):
+            continue
+        sigs = {m.signature for m in c.members}
+        earlier = [e.t for e in live if e.role == "symptom" and e.t is not None
+                   and e.rank is not None and e.rank != c.rank and c.t - LAUNCHER_LAG <= e.t < c.t
+                   and sigs & set(caused_by(kb, e.signature))]
+        if earlier:
+            out[i] = min(earlier) - 1e-3
+    return out
 
 
 def shadowed(events: Sequence[Event], kb: Any) -> set[int]:

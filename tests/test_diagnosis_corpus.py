@@ -104,8 +104,6 @@ def test_confidence_is_calibrated_and_monotone() -> None:
 MATRIX = sorted(p for p in GENERATED.iterdir() if (p / "truth.json").is_file()
                 and "expected_verdict" in json.loads((p / "truth.json").read_text()))
 MATRIX_KNOWN_MISSES = {
-    "027-tr1n-sys-exit": "peers report the closed connection before the agent sees rank 0 exit with "
-                         "code 2; two ranks are silent (one was torn down), so none is singled out",
     "041-dsl-sys-exit": "DeepSpeed's exit line names the last rank spawned; a peer's gloo error ranks first",
     "037-tr2n-straggler": "right rank; an earlier progress line is named (where the peers went quiet "
                           "is estimated across two nodes' clocks)",
