@@ -585,8 +585,24 @@ static int scan_blocks(const dx_db *db, dx_scratch *s, scan_ctx *c, uint64_t sta
         uint64_t lo = p;
         if (forced) lo = p - c->mem_base > o->overlap ? p - o->overlap : c->mem_base;
         c->scan_base = lo;
-        hs_error_t rc = hs_scan(db->hs, c->mem + (lo - c->mem_base), (unsigned int)(q - lo), 0, s->hs,
-                                on_match, c);
+        const char *buf = c->mem + (lo - c->mem_base);
+        size_t len = (size_t)(q - lo);
+        hs_error_t rc;
+        if (q == end && len && buf[len - 1] != '\n') {
+            /* The window ends inside a line (a file without a final newline).
+             * Vectorscan's double-byte accelerator can miss a match whose last
+             * two bytes are the buffer's last two (VectorCamp/vectorscan#358,
+             * fixed upstream in #368); a copy that ends with a newline is never
+             * cut there.  Patterns never match a newline, so no match is added. */
+            char *tmp = malloc(len + 1);
+            if (!tmp) return set_err(err, DX_ERR_NOMEM, "out of memory copying a final line", NULL);
+            memcpy(tmp, buf, len);
+            tmp[len] = '\n';
+            rc = hs_scan(db->hs, tmp, (unsigned int)(len + 1), 0, s->hs, on_match, c);
+            free(tmp);
+        } else {
+            rc = hs_scan(db->hs, buf, (unsigned int)len, 0, s->hs, on_match, c);
+        }
         if (c->failed) return set_err(err, c->failed, "out of memory while storing matches", NULL);
         if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) return set_hs_err(err, DX_ERR_HS, rc, "hs_scan");
         advance_to(c, q);
