@@ -16,7 +16,9 @@ Compressed inputs and stdin have no cheap tail; they are skipped and said so.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -24,13 +26,45 @@ from .readback import JobBytes
 
 TAIL_BYTES = 1 << 20
 
-# one capture group: the step number; the first form found in a line wins
-STEP_FORMS = [
-    re.compile(rb"\bstep=(\d+), skipped=\d+"),                 # DeepSpeed log_dist
-    re.compile(rb"\biteration\s+(\d+)/\s*\d+"),                 # Megatron-LM
-    re.compile(rb"'(?:global_)?step': (\d+)"),                  # Trainer/Accelerate dicts
-    re.compile(rb"\b(?:global_)?step[=: ]\s*(\d+)\b"),          # user loops: step=12, step 12
-]
+# the step number of a progress line, in the forms training loops print:
+# DeepSpeed log_dist "step=N, skipped=M", Megatron-LM "iteration N/ M",
+# Trainer/Accelerate dicts "'step': N", user loops "step=12" / "step 12"
+STEP = re.compile(rb"\bstep=(\d+), skipped=\d+|\biteration\s+(\d+)/\s*\d+"
+                  rb"|'(?:global_)?step': (\d+)|\b(?:global_)?step[=: ]\s*(\d+)\b")
+# the same forms for the native scanner, which finds them in a tail at engine speed
+_STEP_PATTERNS = [r"\bstep=\d+, skipped=\d+", r"\biteration\s+\d+/\s*\d+",
+                  r"'(?:global_)?step': \d+", r"\b(?:global_)?step[=: ]\s*\d+\b"]
+# of a long tail only the last step lines matter: enough for hundreds of ranks in one console
+MAX_STEP_LINES = 4096
+_SCANNER: list[Any] = []
+_LOCK = threading.Lock()
+
+
+def _step_scanner() -> Any:
+    with _LOCK:
+        if not _SCANNER:
+            from .scanner import Scanner
+
+            _SCANNER.append(Scanner(patterns={"step": _STEP_PATTERNS}, max_text=400,
+                                    max_rows_per_signature=1 << 30))
+        return _SCANNER[0]
+
+
+def step_lines(data: bytes) -> tuple[list[str], list[int]]:
+    """(line text, step) of the last :data:`MAX_STEP_LINES` progress lines in ``data``.
+
+    The native scanner finds the lines (no per-line Python); the step number
+    is read from the kept lines only.
+    """
+    rows = _step_scanner().scan_bytes(data).column("text").to_pylist()[-MAX_STEP_LINES:]
+    texts: list[str] = []
+    steps: list[int] = []
+    for text in rows:
+        m = STEP.search(text.encode("utf-8", "replace"))
+        if m:
+            texts.append(text)
+            steps.append(int(next(g for g in m.groups() if g is not None)))
+    return texts, steps
 
 
 def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES,
@@ -53,18 +87,9 @@ def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES,
         if got is None:
             continue
         start, data = got
-        lines = data.split(b"\n")
         if start > 0:
-            lines = lines[1:]  # the first one is cut
-        texts: list[str] = []
-        steps: list[int] = []
-        for raw in lines:
-            for rx in STEP_FORMS:
-                m = rx.search(raw)
-                if m:
-                    texts.append(raw[:400].decode("utf-8", "replace"))
-                    steps.append(int(m.group(1)))
-                    break
+            data = data[data.find(b"\n") + 1:]  # the first line is cut
+        texts, steps = step_lines(data)
         if not steps:
             continue
         ranks = line_facts(pa.array(texts, pa.string())).rank

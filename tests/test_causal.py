@@ -251,3 +251,14 @@ def test_a_file_without_timestamps_is_ordered_by_name_not_put_last(kb) -> None:
             {"signature": "cuda-oom", "text": OOM, "line": 22, "ts": 50.0, "file": "attempt2_main_log.txt"}]
     r = rank_events(table(rows), kb)
     assert r.initiating.file == "attempt1_main_log.txt"
+
+
+def test_step_lines_native_pass_reads_every_form_and_keeps_the_first_per_line():
+    from denpex_fast.progress import step_lines
+
+    data = (b"a step=3 x\n[Rank 0] step=12, skipped=0, lr=[0.001] global_step=12\n"
+            b" iteration      100/   10000 | consumed samples: 3200\nstepping the scheduler\n"
+            b"{'loss': 1.2, 'step': 120}\nno progress here")
+    texts, steps = step_lines(data)
+    assert steps == [3, 12, 100, 120]
+    assert texts[1].startswith("[Rank 0] step=12")
