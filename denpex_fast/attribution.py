@@ -801,6 +801,12 @@ def _ffill(values: np.ndarray, fill: np.ndarray) -> np.ndarray:
     return out
 
 
+# a window whose lines average fewer bytes than this is split sparsely
+SPARSE_LINE = 8
+# a line shorter than this holds no timestamp the parser knows
+_TIMESTAMP_SIZED = re.compile(rb"(?m)^[^\n]{6,}")
+
+
 def _read_candidates(fd: int, size: int, lo: np.ndarray, hi: np.ndarray, f: int,
                      ctx: _TimeContext) -> tuple[np.ndarray, np.ndarray]:
     """Offsets and UTC times of the timestamped lines starting in the windows [lo, hi)."""
@@ -841,9 +847,17 @@ def _read_candidates(fd: int, size: int, lo: np.ndarray, hi: np.ndarray, f: int,
         data = os.pread(fd, b - first, first)
         if a > 0:
             at_start = data[:1] == b"\n"
-            batch.append((a, data[1:], at_start))
+            piece, base = data[1:], a
         else:
-            batch.append((0, data, True))
+            piece, base, at_start = data, 0, True
+        if piece.count(b"\n") > len(piece) // SPARSE_LINE:
+            # mostly blank or tiny lines: only lines long enough to hold a
+            # timestamp are split (a window of blank lines costs no arrays)
+            for m in _TIMESTAMP_SIZED.finditer(piece):
+                if m.start() or at_start:
+                    batch.append((base + m.start(), m.group(), True))
+        else:
+            batch.append((base, piece, at_start))
         pending_bytes += len(data)
         if pending_bytes >= FLUSH_BYTES:
             flush()

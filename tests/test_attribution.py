@@ -479,3 +479,36 @@ def test_many_files_and_chunks_keep_rows_apart(every_line: Scanner, tmp_path: Pa
     for r in range(3):
         assert got[(f"rank{r}.log", 2)] == (r, _ts(2024, 5, r + 1, 12))
     assert pc.sum(pc.cast(att.ts_carried, pa.int64())).as_py() == 3
+
+
+def test_time_carried_across_megabytes_of_blank_lines(tmp_path: Path) -> None:
+    """Untimed error lines far below the last timestamp (blank or tiny lines
+    between) still take that timestamp, without per-line arrays over the gap."""
+    log = tmp_path / "sparse.log"
+    with open(log, "wb") as f:
+        f.write(b"2024-05-01 12:00:00,000 INFO start\n")
+        f.write(b"\n" * (3 << 20))
+        f.write(b"ok\n" * 200_000)
+        f.write(b"RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    s = Scanner(patterns={"err": ["illegal memory access"]}, cache_dir=False)
+    att = attribute(s.run([log]).table)
+    ts = att.table.column("ts").to_pylist()
+    assert ts == [dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)]
+
+
+def test_blank_gap_read_back_memory_is_bounded(tmp_path: Path) -> None:
+    """48 MiB of blank lines around three untimed errors: peak RSS of the whole
+    diagnosis stays far below the size of per-line arrays over the gaps."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "blank.log"
+    with open(log, "wb") as f:
+        for _ in range(3):
+            f.write(b"\n" * (16 << 20))
+            f.write(b"RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    code = (f"import resource, denpex_fast as dx; d = dx.diagnose({str(log)!r}); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    peak_mib = int(out.stdout.split()[-1]) / 1024
+    assert peak_mib < 600, peak_mib  # per-line arrays over the gaps took ~1 GiB here
