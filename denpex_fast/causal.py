@@ -328,7 +328,8 @@ def _stall_start(events: Sequence[Event]) -> tuple[float | None, list[str]]:
     return best, notes
 
 
-def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int]) -> tuple[int | None, list[str]]:
+def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int],
+                      kb: Any = None) -> tuple[int | None, list[str]]:
     """A rank that never entered the collective the others time out in."""
     by_seq: dict[float, set[int]] = defaultdict(set)
     enqueued: dict[int, float] = {}
@@ -352,6 +353,15 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int]) -> tuple[i
         for e in events:
             if e.role == "symptom" and e.phase in ("communication", "rendezvous") and e.rank is not None:
                 by_sig[e.phase].add(e.rank)
+        waiting_any = set().union(*by_sig.values()) if by_sig else set()
+        # with env:// or tcp:// initialisation rank 0 hosts the store: when
+        # the others cannot even connect to it and it printed nothing, it is
+        # the one that never came up
+        reach = {e.rank for e in events if e.rank is not None
+                 and "unreachable" in marks(kb, e.signature)}
+        if len(reach) >= 2 and sorted(known_ranks - reach - waiting_any) == [0]:
+            return 0, [f"{len(reach)} ranks cannot connect to the store; rank 0, which hosts it "
+                       f"with env:// initialisation, printed no error: it never came up"]
         if not by_sig:
             return None, []
         sig, waiting = max(by_sig.items(), key=lambda kv: len(kv[1]))
@@ -482,7 +492,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     cands = assemble(live, kb, exit_code=_failed_exit)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
-    virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound)
+    virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
     for c in cands:
         if "anonymous-exit" in marks(kb, c.head.signature):
             # the line does not say which worker failed.  A signal or an exit
@@ -491,7 +501,13 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
             code = _num(c.head.fields, EXIT_FIELDS)
             c.rank = virtual[0].rank if virtual and code is not None and int(code) != 1 else None
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, cands,
-                                reader)
+                                reader, kb)
+    # a rank that could not reach the silent suspect reports its absence
+    silent = {v.rank for v in virtual if v.extra.get("silent_suspect")}
+    for c in cands:
+        if (silent and c.rank not in silent and c.head is not None
+                and "unreachable" in marks(kb, c.head.signature)):
+            c.tier = TIER_COLLATERAL
     cands += virtual
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
@@ -696,13 +712,13 @@ def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.nda
 def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ranks: set[int],
                       progress: dict[int, int] | None, stall: float | None = None,
                       bound: float = 0.0, cands: Sequence[Incident] = (),
-                      reader: Any = None) -> list[Incident]:
+                      reader: Any = None, kb: Any = None) -> list[Incident]:
     """Ranks suspected from absence: the one the others waited for, the one
     whose progress stopped first.  Named by their last line, when they have one:
     the one the others waited for by the last line of its own output, read
     back when no pattern matched it (a rank that never joined prints no error)."""
     out = []
-    for kind, (rank, why) in (("silent_suspect", _watchdog_suspect(specific, known_ranks)),
+    for kind, (rank, why) in (("silent_suspect", _watchdog_suspect(specific, known_ranks, kb)),
                               ("laggard", _progress_suspect(live, progress))):
         if rank is None or any(c.extra.get("virtual") and c.rank == rank for c in out):
             continue

@@ -121,6 +121,9 @@ MARKS: Mapping[str, str] = MappingProxyType({
                       "ranking gives it the rank whose own output stopped first",
     "record": "a line of a launcher's record of a failed process (its rank, pid, host or exit "
               "code): it joins the incident next to it and lends it its rank",
+    "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
+                   "connection refused): when the host it tried is a rank that printed nothing, "
+                   "that rank is the suspect",
 })
 ENTRY_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 FILE_KEYS = ("schema", "family", "signature")
