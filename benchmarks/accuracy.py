@@ -3,7 +3,7 @@ cross-validation and the frozen blind partition, side by side, with the
 anchors a user already has (the first line of a plain error grep, torchrun's
 own "Root Cause (first observed failure)").
 
-    python benchmarks/accuracy.py [CORPUS...]   # default: tests/corpus/cases tests/corpus/public
+    python benchmarks/accuracy.py [CORPUS...]   # default: tests/corpus/cases, matrix-shift1, public
 
 A failed case counts as right only when the named line (any line of the
 named incident) **and** the named rank are the truth's.  Columns:
@@ -37,7 +37,8 @@ def _fmt(x: object) -> str:
 
 
 def main(argv: list[str]) -> int:
-    roots = argv or [str(ROOT / "tests/corpus/cases"), str(ROOT / "tests/corpus/public")]
+    roots = argv or [str(ROOT / "tests/corpus/cases"), str(ROOT / "tests/corpus/matrix-shift1"),
+                     str(ROOT / "tests/corpus/public")]
     rep = evaluate(roots)
     dev = rep.subset("dev")
     w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])

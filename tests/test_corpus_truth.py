@@ -17,7 +17,8 @@ import pytest
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 CASES_DIR = CORPUS / "cases"
-CASE_DIRS = sorted(p for p in CASES_DIR.glob("*") if (p / "truth.json").is_file()) if CASES_DIR.is_dir() else []
+CASE_DIRS = sorted(p for d in (CASES_DIR, CORPUS / "matrix-shift1") if d.is_dir()
+                   for p in d.glob("*") if (p / "truth.json").is_file())
 
 TOP_KEYS = {
     "schema", "case", "source", "generator", "healthy", "initiating", "downstream",
@@ -67,9 +68,15 @@ def test_truth_is_valid(case_dir: Path):
     assert not missing, f"missing keys {missing}"
     assert t["schema"] == "denpex.truth/1"
     assert t["case"] == case_dir.name
-    assert re.fullmatch(r"\d{3}-[a-z0-9-]+", t["case"])
+    m = re.fullmatch(r"(?:shift(\d)-)?\d{3}-([a-z0-9-]+)", t["case"])
+    assert m
     assert t["source"] == "generated"
-    assert t["generator"] == f"tests/corpus/generate.py --cases {case_dir.name[4:]}"
+    shift, name = m.groups()
+    if shift:  # the matrix regenerated with every target rank shifted
+        assert t["generator"] == (f"CORPUS_RANK_SHIFT={shift} tests/corpus/generate.py "
+                                  f"--cases {name} --steps 9")
+    else:
+        assert t["generator"] == f"tests/corpus/generate.py --cases {name}"
     assert isinstance(t["healthy"], bool)
     for key in ("torch", "python", "platform"):
         assert isinstance(t["versions"].get(key), str) and t["versions"][key]
@@ -79,7 +86,7 @@ def test_truth_is_valid(case_dir: Path):
         assert isinstance(t[key], str) and t[key]
     verdict = t.get("expected_verdict")
     assert verdict is None or verdict in VERDICTS, verdict
-    if int(t["case"][:3]) >= 25:
+    if int(re.search(r"(\d{3})-", t["case"]).group(1)) >= 25:
         assert verdict is not None, "cases from 025 on carry expected_verdict"
     if t["healthy"]:
         assert t["initiating"] is None
@@ -140,7 +147,7 @@ def _load_generator():
 
 def test_case_table_matches_committed_cases():
     gen = _load_generator()
-    committed = {p.name for p in CASE_DIRS}
+    committed = {re.sub(r"^shift\d-", "", p.name) for p in CASE_DIRS}
     expected = {gen.case_dirname(c) for c in gen.CASES}
     assert committed <= expected, f"cases without a generator entry: {committed - expected}"
 
