@@ -90,9 +90,10 @@ import os
 import re
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -430,6 +431,7 @@ class _Source:
     mtime: float | None = None
     problem: str = ""              # why it cannot be read ("" = readable)
     _head: tuple[np.ndarray, pa.Array] | None = None
+    reader: Any = None             # the job's readback.JobBytes: every read goes through it
 
     @property
     def plain(self) -> bool:
@@ -450,57 +452,26 @@ class _Source:
         return self._head
 
 
-def _open_source(name: str, location: str | None = None) -> _Source:
-    from .sources import STDIN, path_from_display, sniff
+def _open_source(name: str, reader: Any) -> _Source:
+    from .sources import STDIN
 
-    src = _Source(name)
-    if location is not None:
-        name = location
-    if name == STDIN:
-        src.problem = "stdin"
+    src = _Source(name, reader=reader)
+    inp = reader.input(name)
+    if inp is None:
+        src.problem = ("stdin" if name == STDIN else "archive member" if "::" in name
+                       else "cannot open")
         return src
-    if "::" in name and not os.path.exists(name):
-        src.problem = "archive member"
-        return src
-    path = path_from_display(name)  # the file column holds the escaped display form
     try:
-        st = os.stat(path)
-        with open(path, "rb", buffering=0) as f:
-            head = f.read(4)
+        st = os.stat(inp.path)
     except OSError as exc:
         src.problem = exc.strerror or "cannot open"
         return src
-    if not os.path.isfile(path):
-        src.problem = "not a regular file"
-        return src
-    src.path, src.size, src.mtime, src.compression = path, st.st_size, st.st_mtime, sniff(head)
+    src.path, src.size, src.mtime, src.compression = inp.path, st.st_size, st.st_mtime, inp.compression
     return src
 
 
 def _read_head(src: _Source, nbytes: int) -> bytes:
-    from .sources import Input, open_reader
-
-    assert src.path is not None
-    if src.compression is None:
-        fd = os.open(src.path, os.O_RDONLY)
-        try:
-            return os.pread(fd, nbytes, 0)
-        finally:
-            os.close(fd)
-    reader = open_reader(Input(src.name, src.path, src.compression, src.size))
-    try:
-        buf = bytearray(nbytes)
-        got = 0
-        view = memoryview(buf)
-        while got < nbytes:
-            k = reader.readinto(view[got:])
-            if not k:
-                break
-            got += k
-        view.release()
-        return bytes(buf[:got])
-    finally:
-        reader.close()
+    return src.reader.read(src.name, 0, nbytes) or b""
 
 
 def _split_lines(chunks: list[tuple[int, bytes, bool]]) -> tuple[np.ndarray, pa.Array]:
@@ -756,9 +727,9 @@ def _carry_plain(src: _Source, f: int, off: np.ndarray, prev_end: np.ndarray, ts
     far = np.zeros(n, bool)
     pending = np.flatnonzero(need & (off > 0))
     decided[need & (off == 0)] = True        # nothing before the first byte
-    assert src.path is not None
-    fd = os.open(src.path, os.O_RDONLY)
-    try:
+    with src.reader.reading(src.name) as read:
+        if read is None:
+            return ts.copy(), np.zeros(n, bool), 0
         for window in READ_BACK:
             if len(pending) == 0:
                 break
@@ -770,7 +741,7 @@ def _carry_plain(src: _Source, f: int, off: np.ndarray, prev_end: np.ndarray, ts
             lo, hi = lo[~empty], hi[~empty]
             if len(pending) == 0:
                 break
-            cand_off, cand_ts = _read_candidates(fd, src.size, lo, hi, f, ctx)
+            cand_off, cand_ts = _read_candidates(read, src.size, lo, hi, f, ctx)
             k = np.searchsorted(cand_off, hi, side="left") - 1
             ok = (k >= 0) & (cand_off[np.maximum(k, 0)] >= lo) if len(cand_off) else np.zeros(
                 len(hi), bool)
@@ -780,8 +751,6 @@ def _carry_plain(src: _Source, f: int, off: np.ndarray, prev_end: np.ndarray, ts
             pending = pending[~(ok | reached)]
         far[pending] = True
         decided[pending] = True
-    finally:
-        os.close(fd)
     out = ts.copy()
     out[found != MISSING] = found[found != MISSING]
     # the rest take the previous row's time: the nearest earlier known one
@@ -807,7 +776,8 @@ SPARSE_LINE = 8
 _TIMESTAMP_SIZED = re.compile(rb"(?m)^[^\n]{6,}")
 
 
-def _read_candidates(fd: int, size: int, lo: np.ndarray, hi: np.ndarray, f: int,
+def _read_candidates(read: Callable[[int, int], bytes], size: int, lo: np.ndarray,
+                     hi: np.ndarray, f: int,
                      ctx: _TimeContext) -> tuple[np.ndarray, np.ndarray]:
     """Offsets and UTC times of the timestamped lines starting in the windows [lo, hi)."""
     order = np.argsort(lo, kind="stable")
@@ -844,7 +814,7 @@ def _read_candidates(fd: int, size: int, lo: np.ndarray, hi: np.ndarray, f: int,
             continue
         # one byte before the window says whether a line starts at its first byte
         first = max(a - 1, 0)
-        data = os.pread(fd, b - first, first)
+        data = read(first, b - first)
         if a > 0:
             at_start = data[:1] == b"\n"
             piece, base = data[1:], a
@@ -905,7 +875,8 @@ def _line_facts_parallel(text: pa.ChunkedArray, threads: int) -> LineFacts:
 def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = True,
               boot_time: BootTime | Mapping[str, BootTime] | None = None,
               threads: int | None = None,
-              locations: Mapping[str, str] | None = None) -> Attribution:
+              locations: Mapping[str, str] | None = None,
+              reader: Any = None) -> Attribution:
     """Fill ``rank``, ``host`` and ``ts`` of a match table (see the module doc).
 
     ``default_tz``: the IANA zone (or ``+HH:MM``) naive timestamps are read
@@ -916,7 +887,9 @@ def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = 
     datetime, epoch seconds or ISO string; or a mapping file name -> one of
     those).  ``threads``: parallel batches (default: all cores).
     ``locations``: where to read a file whose ``file`` label is not its path
-    (the batch index labels files relative to their job).
+    (the batch index labels files relative to their job); ``reader``: the
+    job's :class:`~denpex_fast.readback.JobBytes` (default: one over
+    ``locations``), through which every read-back goes.
 
     Values already in ``rank``/``host``/``ts`` are kept.  Returns an
     :class:`Attribution`; its table has the input's rows in the input's
@@ -939,9 +912,13 @@ def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = 
     paths = [path_facts(nm) for nm in names]
     sources: list[_Source] = [_Source(nm, problem="not read") for nm in names]
     if read_context:
+        if reader is None:
+            from .readback import JobBytes
+
+            reader = JobBytes(locations=locations)
         used = np.unique(file_idx).tolist() if n else []
         for f in used:
-            sources[f] = _open_source(names[f], (locations or {}).get(names[f]))
+            sources[f] = _open_source(names[f], reader)
 
     # rank: kept > line > same process > path
     old_rank = _old(table, "rank", pa.int32(), n)

@@ -293,7 +293,7 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
         # ranking keeps only the first and last rows per rank of each run
         table = thin_context(table, kb, keep=PRE_ATTRIBUTION_CONTEXT_ROWS)
 
-        att = attribute(table, default_tz=default_tz, locations=locations)
+        att = attribute(table, default_tz=default_tz, locations=locations, reader=reader)
         table, notes = att.table, list(att.notes)
     progress = _progress(table, reader, tail_files)
     ranking = rank_events(table, kb, progress=progress, novel=novel, reader=reader)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from .sources import Input, open_reader, path_from_display, resolve_inputs
@@ -67,24 +68,39 @@ class JobBytes:
         self._inputs[label] = inp
         return inp
 
+    @contextmanager
+    def reading(self, label: str) -> Iterator[Callable[[int, int], bytes] | None]:
+        """``read(start, size)`` over one open descriptor of a plain input, for
+        many reads in a row (``None`` for compressed or unreadable inputs)."""
+        inp = self.input(label)
+        fd = -1
+        if inp is not None and inp.compression is None:
+            try:
+                fd = os.open(inp.path, os.O_RDONLY)  # type: ignore[arg-type]
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    fd = -1
+            except OSError:
+                fd = -1
+        try:
+            yield (lambda start, size: os.pread(fd, size, start)) if fd >= 0 else None
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
     def read(self, label: str, start: int, size: int) -> bytes | None:
         """``size`` bytes at decompressed offset ``start`` (fewer at the end)."""
         inp = self.input(label)
         if inp is None or size <= 0 or start < 0:
             return None
         if inp.compression is None:
-            try:
-                fd = os.open(inp.path, os.O_RDONLY)
-            except OSError:
-                return None
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
+            with self.reading(label) as read:
+                if read is None:
                     return None
-                return os.pread(fd, size, start)
-            except OSError:
-                return None
-            finally:
-                os.close(fd)
+                try:
+                    return read(start, size)
+                except OSError:
+                    return None
         if start + size > MAX_DECODE:
             return None
         out = bytearray()
