@@ -214,7 +214,14 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
     scanner = scanner or default_scanner()
     if not isinstance(scanner, Scanner):
         raise TypeError("scanner must be a denpex_fast.Scanner")
-    result = scanner.run(paths, threads=threads, errors="collect")
+    from .spool import needs_spool, relabel_result, spool
+
+    items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
+    # stdin and tar members are read once: keep a copy for the reads after the scan
+    sp = spool(items) if needs_spool(items) else None
+    result = scanner.run(sp.paths if sp else items, threads=threads, errors="collect")
+    if sp is not None:
+        result = relabel_result(result, sp)
     div = None
     errs: list[Any] = []
     if baseline is not None:
@@ -230,8 +237,11 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
                            .column("file")).to_pylist()) if c.num_rows else set()
     from .readback import JobBytes
 
+    reader = JobBytes.from_scan(result)
+    if sp is not None:
+        sp.keep_alive_with(reader)
     d = diagnose_table(result.table, signatures=scanner.signature_set, default_tz=default_tz,
-                       novel=novel, tail_files=capped, reader=JobBytes.from_scan(result))
+                       novel=novel, tail_files=capped, reader=reader)
     d.errors = [e.to_dict() for e in result.errors]
     if d.errors and d.verdict in ("no-failure-found", "stopped"):
         d.verdict = "incomplete"
