@@ -36,6 +36,7 @@ _STEP_PATTERNS = [r"\bstep=\d+, skipped=\d+", r"\biteration\s+\d+/\s*\d+",
                   r"'(?:global_)?step': \d+", r"\b(?:global_)?step[=: ]\s*\d+\b"]
 # of a long tail only the last step lines matter: enough for hundreds of ranks in one console
 MAX_STEP_LINES = 4096
+OWN_FILE_STEP_LINES = 64
 _SCANNER: list[Any] = []
 _LOCK = threading.Lock()
 
@@ -50,13 +51,13 @@ def _step_scanner() -> Any:
         return _SCANNER[0]
 
 
-def step_lines(data: bytes) -> tuple[list[str], list[int]]:
-    """(line text, step) of the last :data:`MAX_STEP_LINES` progress lines in ``data``.
+def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], list[int]]:
+    """(line text, step) of the last ``limit`` progress lines in ``data``.
 
     The native scanner finds the lines (no per-line Python); the step number
     is read from the kept lines only.
     """
-    rows = _step_scanner().scan_bytes(data).column("text").to_pylist()[-MAX_STEP_LINES:]
+    rows = _step_scanner().scan_bytes(data).column("text")[-limit:].to_pylist()
     texts: list[str] = []
     steps: list[int] = []
     for text in rows:
@@ -89,11 +90,13 @@ def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES,
         start, data = got
         if start > 0:
             data = data[data.find(b"\n") + 1:]  # the first line is cut
-        texts, steps = step_lines(data)
+        fallback = path_facts(name).rank
+        # a rank's own file needs only its last few step lines; a console, many ranks' worth
+        texts, steps = step_lines(data, OWN_FILE_STEP_LINES if fallback is not None
+                                  else MAX_STEP_LINES)
         if not steps:
             continue
         ranks = line_facts(pa.array(texts, pa.string())).rank
-        fallback = path_facts(name).rank
         for r, step in zip(ranks.tolist(), steps):
             rank = r if r >= 0 else fallback
             if rank is None or rank < 0:
