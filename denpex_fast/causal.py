@@ -930,13 +930,14 @@ def _death_times(cands: Sequence[Incident], real: Sequence[int], live: Sequence[
     already have reported the lost connection the death caused.  A record of
     a rank's own failure (an exit code other than 1, or a signal it was not
     sent by the agent) is placed just before the earliest symptom on another
-    rank that its death explains (``caused_by``), printed within
-    :data:`LAUNCHER_LAG` before it.
+    rank that its death explains (a lost peer in a collective, or a
+    ``caused_by`` edge), printed within :data:`LAUNCHER_LAG` before it.
     """
     out: dict[int, float] = {}
     for i in real:
         c = cands[i]
-        if c.t is None or c.rank is None or c.head is None or c.head.phase != "launcher":
+        # (a launcher line that does not say which rank died still explains them)
+        if c.t is None or c.head is None or c.head.phase != "launcher":
             continue
         codes = [x for m in c.members if (x := exit_status(m)) is not None]
         if not any(x not in (0, 1) and x not in AGENT_SIGTERM_CODES for x in codes):
@@ -944,7 +945,7 @@ def _death_times(cands: Sequence[Incident], real: Sequence[int], live: Sequence[
         sigs = {m.signature for m in c.members}
         earlier = [e.t for e in live if e.role == "symptom" and e.t is not None
                    and e.rank is not None and e.rank != c.rank and c.t - LAUNCHER_LAG <= e.t < c.t
-                   and sigs & set(caused_by(kb, e.signature))]
+                   and (e.phase == "communication" or sigs & set(caused_by(kb, e.signature)))]
         if earlier:
             out[i] = min(earlier) - 1e-3
     return out
