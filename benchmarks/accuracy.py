@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from denpex_fast.evaluate import _outcome, cross_validate, evaluate
-from denpex_fast.ranker import fit, load_model
+from denpex_fast.evaluate import _outcome, cross_validate, evaluate, oof_confidence
+from denpex_fast.ranker import fit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,7 +43,8 @@ def main(argv: list[str]) -> int:
     dev = rep.subset("dev")
     w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])
     insample = {r.case: _outcome(r, w)[:3] for r in rep.results}
-    cv, cv_prob = cross_validate(dev)
+    feats: dict = {}
+    cv, cv_prob = cross_validate(dev, conf_features=feats)
     cols = [("in-sample", rep.summary("dev", insample)), ("grouped CV", rep.summary("dev", cv)),
             ("blind", rep.summary("blind", insample)), ("blind, as shipped", rep.summary("blind"))]
     rows = [("cases (failed / healthy / stopped)", lambda s: f"{s['failed_cases']}/{s['healthy_cases']}/{s['stopped_cases']}"),
@@ -65,8 +66,7 @@ def main(argv: list[str]) -> int:
             print(f"torchrun's Root Cause summary ({part}): names the right rank in {ok} of {len(tr)} "
                   f"failed cases where it exists and the truth knows the rank")
     print("\nreliability (named failed cases): confidence shown vs accuracy observed")
-    model = load_model()
-    conf = {r.case: model.confidence(p) for r, p in ((r, cv_prob.get(r.case, 0.0)) for r in dev)}
+    conf = oof_confidence(dev, feats, cv)
     for title, part, c, o in (("grouped CV (dev)", "dev", conf, cv), ("blind, as shipped", "blind", None, None)):
         print(f"  {title}")
         for b in rep.reliability(part, conf=c, outcome=o):

@@ -547,7 +547,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
             + f" happened within the clock-skew bound ({skew.bound:.2f} s) of the first one")
     others = [cands[int(i)].head for i in order[1:] if cands[int(i)].head is not None
               and cands[int(i)].tier <= TIER_OPEN]
-    return Ranking(first, model.confidence(p_top), reasons + clock, verdict,
+    return Ranking(first, model.confidence_for(X), reasons + clock, verdict,
                    suspect_rank=top.rank, candidates=_dedupe(o for o in others if o is not first),
                    indistinguishable=tie, skew=skew, events=events, stall_start=stall,
                    incidents=cands, features=X, top=int(order[0]), probability=p_top)

@@ -369,11 +369,14 @@ def _folds(groups: Sequence[str], k: int) -> dict[str, int]:
     return {g: i % k for i, g in enumerate(uniq)}
 
 
-def cross_validate(results: Sequence[CaseResult], k: int = 5, **fit_kw: Any
+def cross_validate(results: Sequence[CaseResult], k: int = 5,
+                   conf_features: dict[str, np.ndarray] | None = None, **fit_kw: Any
                    ) -> tuple[dict[str, tuple[bool, bool, bool]], dict[str, float]]:
     """Out-of-fold outcome and top probability per case, folds grouped by
-    :attr:`CaseResult.group`."""
-    from .ranker import fit
+    :attr:`CaseResult.group`; ``conf_features`` (when given) receives each
+    failed case's :func:`~denpex_fast.ranker.confidence_features` under the
+    weights of the folds that did not hold it."""
+    from .ranker import confidence_features, fit
 
     fold = _folds([r.group for r in results], k)
     outcome: dict[str, tuple[bool, bool, bool]] = {}
@@ -387,22 +390,53 @@ def cross_validate(results: Sequence[CaseResult], k: int = 5, **fit_kw: Any
                 right, blamed, healthy, p, _ = _outcome(r, w)
                 outcome[r.case] = (right, blamed, healthy)
                 prob[r.case] = p
+                if (conf_features is not None and r.expected == "failure" and r.X is not None
+                        and len(r.X)):
+                    conf_features[r.case] = confidence_features(r.X, w)
     return outcome, prob
+
+
+def oof_confidence(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
+                   outcome: dict[str, tuple[bool, bool, bool]], k: int = 5) -> dict[str, float]:
+    """Each failed case's confidence from a confidence model fitted without its
+    group (for the reliability table of cross-validation)."""
+    from .ranker import _sigmoid, fit_confidence
+
+    fold = _folds([r.group for r in results], k)
+    named = [r for r in results if r.case in feats]
+    out: dict[str, float] = {}
+    for f in range(k):
+        train = [r for r in named if fold[r.group] != f]
+        cw = fit_confidence([feats[r.case] for r in train], [outcome[r.case][0] for r in train])
+        for r in named:
+            if fold[r.group] == f:
+                out[r.case] = float(_sigmoid(feats[r.case] @ cw))
+    return out
 
 
 def refit(report: EvalReport, k: int = 5) -> dict[str, Any]:
     """The model fitted on the dev partition, calibrated and thresholded out of fold."""
-    from .ranker import FEATURE_NAMES, Model, fit, isotonic_calibration, threshold_for_precision
+    from .ranker import (
+        FEATURE_NAMES,
+        Model,
+        fit,
+        fit_confidence,
+        isotonic_calibration,
+        threshold_for_precision,
+    )
 
     dev = report.subset("dev")
     w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])
-    outcome, prob = cross_validate(dev, k)
+    feats: dict[str, np.ndarray] = {}
+    outcome, prob = cross_validate(dev, k, conf_features=feats)
     pts = [(prob[r.case], outcome[r.case][0]) for r in dev
            if r.expected == "failure" and r.X is not None and len(r.X)]
+    named = [r for r in dev if r.case in feats]
+    cw = fit_confidence([feats[r.case] for r in named], [outcome[r.case][0] for r in named])
     model = Model(w, threshold_for_precision(pts, 0.95), isotonic_calibration(pts), {
         "fitted_on": "dev partition", "cases": len(dev),
         "groups": len({r.group for r in dev}), "folds": k,
-        "features": len(FEATURE_NAMES)})
+        "features": len(FEATURE_NAMES)}, cw)
     return model.to_json()
 
 

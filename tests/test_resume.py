@@ -45,8 +45,9 @@ def test_checkpoint_written_after_a_non_finite_loss_is_not_safe(kb) -> None:
              "host": "n0", "ts": 15.0, "line": 3, "file": "rank1.log"},
             _save(20, 20.0, 9),
             {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 30.0, "line": 50,
-             "file": "rank2.log"}]
+             "file": "rank2.log"}] + watchdogs([0, 3], ts=640.0)
     d = diagnose_table(table(rows), signatures=kb)
+    assert d.initiating.signature == "cuda-oom"
     assert d.resume is not None and d.resume.step == 20 and not d.resume.safe
     assert "before this checkpoint" in d.resume.reason
 
