@@ -16,9 +16,7 @@ Compressed inputs and stdin have no cheap tail; they are skipped and said so.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import pyarrow as pa
 
@@ -26,45 +24,55 @@ from .readback import JobBytes
 
 TAIL_BYTES = 1 << 20
 
-# the step number of a progress line, in the forms training loops print:
-# DeepSpeed log_dist "step=N, skipped=M", Megatron-LM "iteration N/ M",
-# Trainer/Accelerate dicts "'step': N", user loops "step=12" / "step 12"
-STEP = re.compile(rb"\bstep=(\d+), skipped=\d+|\biteration\s+(\d+)/\s*\d+"
-                  rb"|'(?:global_)?step': (\d+)|\b(?:global_)?step[=: ]\s*(\d+)\b")
-# the same forms for the native scanner, which finds them in a tail at engine speed
-_STEP_PATTERNS = [r"\bstep=\d+, skipped=\d+", r"\biteration\s+\d+/\s*\d+",
-                  r"'(?:global_)?step': \d+", r"\b(?:global_)?step[=: ]\s*\d+\b"]
+# each form starts with a literal, so the regex engine skips to candidates at
+# memchr speed (one pass per form, no per-line Python); what may precede the
+# literal is checked on the candidates only
+_FORMS = [
+    (re.compile(rb"step[=: ]\s*(\d+)\b"), (b"", b"global_")),      # step=12, step 12, global_step=12
+    (re.compile(rb"iteration\s+(\d+)/\s*\d+"), None),              # Megatron-LM
+    (re.compile(rb"step': (\d+)"), (b"'", b"'global_")),             # Trainer/Accelerate dicts
+]
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _preceded(data: bytes, at: int, allowed: tuple[bytes, ...]) -> bool:
+    """True when one of ``allowed`` ends at ``at`` as a whole word (``b""``: a word start)."""
+    for pre in allowed:
+        start = at - len(pre)
+        if start < 0 or data[start:at] != pre:
+            continue
+        if pre.startswith(b"'") or start == 0 or data[start - 1] not in _WORD:
+            return True
+    return False
+
+
 # of a long tail only the last step lines matter: enough for hundreds of ranks in one console
 MAX_STEP_LINES = 4096
 OWN_FILE_STEP_LINES = 64
-_SCANNER: list[Any] = []
-_LOCK = threading.Lock()
-
-
-def _step_scanner() -> Any:
-    with _LOCK:
-        if not _SCANNER:
-            from .scanner import Scanner
-
-            _SCANNER.append(Scanner(patterns={"step": _STEP_PATTERNS}, max_text=400,
-                                    max_rows_per_signature=1 << 30))
-        return _SCANNER[0]
 
 
 def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], list[int]]:
     """(line text, step) of the last ``limit`` progress lines in ``data``.
 
-    The native scanner finds the lines (no per-line Python); the step number
-    is read from the kept lines only.
+    The leftmost form found in a line gives its step; the line of a match is
+    cut out only for the lines kept.
     """
-    rows = _step_scanner().scan_bytes(data).column("text")[-limit:].to_pylist()
+    first: dict[int, tuple[int, int]] = {}   # line start -> (match position, step)
+    for rx, allowed in _FORMS:
+        for m in rx.finditer(data):
+            if allowed is not None and not _preceded(data, m.start(), allowed):
+                continue
+            lo = data.rfind(b"\n", 0, m.start()) + 1
+            got = first.get(lo)
+            if got is None or m.start() < got[0]:
+                first[lo] = (m.start(), int(m.group(1)))
     texts: list[str] = []
     steps: list[int] = []
-    for text in rows:
-        m = STEP.search(text.encode("utf-8", "replace"))
-        if m:
-            texts.append(text)
-            steps.append(int(next(g for g in m.groups() if g is not None)))
+    for lo in sorted(first)[-limit:]:
+        hi = data.find(b"\n", lo)
+        hi = len(data) if hi < 0 else hi
+        texts.append(data[lo:min(hi, lo + 400)].decode("utf-8", "replace"))
+        steps.append(first[lo][1])
     return texts, steps
 
 
