@@ -489,7 +489,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     _global_ranks(live)
     _pid_ranks(live)
     device_note = _device_ranks(live) if not known_ranks else None
-    cands = assemble(live, kb, exit_code=_failed_exit)
+    cands = assemble(live, kb, exit_code=failed_exit)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
@@ -569,7 +569,8 @@ def exit_status(e: Event) -> int | None:
     return -n if n else None
 
 
-def _failed_exit(e: Event) -> bool:
+def failed_exit(e: Event) -> bool:
+    """True when ``e`` reports a worker exit that was not a clean one or the agent's own SIGTERM."""
     code = exit_status(e)
     return code is not None and code != 0 and code not in AGENT_SIGTERM_CODES
 
@@ -737,7 +738,7 @@ def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ra
         # a launcher's record that this rank died (not the agent's SIGTERM) is the
         # first trace of its failure: the rank printed nothing when it died
         death = [c for c in cands if c.rank == rank and c.head is not None
-                 and any(_failed_exit(m) for m in c.members)]
+                 and any(failed_exit(m) for m in c.members)]
         if death:
             d = min(death, key=lambda c: (c.t if c.t is not None else math.inf, c.lines[0]))
             out.append(Incident(list(d.members), d.head, rank, d.host, d.tier, d.t, extra))

@@ -400,7 +400,7 @@ def oof_confidence(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
                    outcome: dict[str, tuple[bool, bool, bool]], k: int = 5) -> dict[str, float]:
     """Each failed case's confidence from a confidence model fitted without its
     group (for the reliability table of cross-validation)."""
-    from .ranker import _sigmoid, fit_confidence
+    from .ranker import fit_confidence, sigmoid
 
     fold = _folds([r.group for r in results], k)
     named = [r for r in results if r.case in feats]
@@ -410,7 +410,7 @@ def oof_confidence(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
         cw = fit_confidence([feats[r.case] for r in train], [outcome[r.case][0] for r in train])
         for r in named:
             if fold[r.group] == f:
-                out[r.case] = float(_sigmoid(feats[r.case] @ cw))
+                out[r.case] = float(sigmoid(feats[r.case] @ cw))
     return out
 
 

@@ -93,7 +93,7 @@ class Model:
         if self.confidence_weights is None or not len(X):
             s = self.score(X)
             return self.confidence(float(probabilities(s)[int(np.argmax(s))]) if len(s) else 0.0)
-        return float(_sigmoid(confidence_features(X, self.weights) @ self.confidence_weights))
+        return float(sigmoid(confidence_features(X, self.weights) @ self.confidence_weights))
 
     def confidence(self, p: float) -> float:
         """The accuracy measured out of fold for top candidates of probability ``p``."""
@@ -207,7 +207,8 @@ def confidence_features(X: np.ndarray, w: np.ndarray) -> np.ndarray:
         1.0 if len(s) == 1 else 0.0])
 
 
-def _sigmoid(z: float | np.ndarray) -> Any:
+def sigmoid(z: float | np.ndarray) -> Any:
+    """The logistic function, clipped so large scores do not overflow."""
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
 
 
@@ -224,7 +225,7 @@ def fit_confidence(F: Sequence[np.ndarray], right: Sequence[bool], *, l2: float 
     reg = np.full(A.shape[1], l2)
     reg[0] = 0.0
     for _ in range(steps):
-        p = _sigmoid(A @ w)
+        p = sigmoid(A @ w)
         g = A.T @ (p - y) / len(y) + reg * w / len(y)
         w -= lr * g
     return w

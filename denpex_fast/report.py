@@ -59,7 +59,7 @@ def _md_code(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def _headline(d: Diagnosis) -> str:
+def headline(d: Diagnosis) -> str:
     """One line that says what the verdict means."""
     i = d.initiating
     if d.verdict == "stopped" and d.stopped_after is not None:
@@ -84,7 +84,7 @@ def _resume_line(d: Diagnosis) -> str:
 
 def to_markdown(d: Diagnosis) -> str:
     """Markdown for tickets and CI step summaries."""
-    lines = ["# denpex diagnosis", "", f"**Verdict:** {_headline(d)}", ""]
+    lines = ["# denpex diagnosis", "", f"**Verdict:** {headline(d)}", ""]
     i = d.initiating
     if i is not None:
         lines += [f"**Initiating event:** {_md_code(i.signature)} on rank "
@@ -163,7 +163,7 @@ def render_text(d: Diagnosis, console: Any) -> None:
                     f"{shown(d, i.where())}" + (f"  {i.ts.isoformat()}" if i.ts else ""))
         head.append(f"\n{i.text}\n", style="yellow")
         head.append(f"confidence {d.confidence:.2f}", style="bold")
-        console.print(Panel(head, title=f"{_headline(d)}: initiating event", expand=True, box=box))
+        console.print(Panel(head, title=f"{headline(d)}: initiating event", expand=True, box=box))
         from .timeline import lines_around
 
         for n, x in lines_around(d, before=8, after=2):
@@ -171,7 +171,7 @@ def render_text(d: Diagnosis, console: Any) -> None:
                           highlight=False, style=None if n == i.line else "dim", overflow="crop",
                           no_wrap=True)
     else:
-        console.print(Panel(_headline(d), title=d.verdict, box=box))
+        console.print(Panel(headline(d), title=d.verdict, box=box))
     for r in d.reasons:
         console.print(f"  - {shown(d, r)}", markup=False, highlight=False)
     from .timeline import text_timeline
@@ -258,7 +258,7 @@ def to_sarif(d: Diagnosis) -> str:
                       "help": {"text": f"{fix.get('fix') or ''}\nVerify: {fix.get('verify') or ''}".strip()}})
         results.append({
             "ruleId": i.signature, "level": _level(d),
-            "message": {"text": f"{_headline(d)}: {i.signature} on rank "
+            "message": {"text": f"{headline(d)}: {i.signature} on rank "
                                 f"{i.rank if i.rank is not None else '?'}: {i.text[:500]}"},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": shown(d, i.file)},
                                                 "region": {"startLine": i.line}}}],
@@ -267,7 +267,7 @@ def to_sarif(d: Diagnosis) -> str:
                            "resume_from": d.resume.to_dict() if d.resume is not None else None}})
     elif d.verdict != "no-failure-found":
         results.append({"ruleId": d.verdict, "level": "warning",
-                        "message": {"text": shown(d, _headline(d))}})
+                        "message": {"text": shown(d, headline(d))}})
         rules.append({"id": d.verdict, "shortDescription": {"text": d.verdict}})
     doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
            "runs": [{"tool": {"driver": {"name": "denpex", "informationUri":
@@ -287,7 +287,7 @@ def to_github(d: Diagnosis) -> str:
     i = d.initiating
     if i is None:
         kind = "notice" if d.verdict == "no-failure-found" else "warning"
-        return f"::{kind} title=denpex {d.verdict}::{_gh_escape(shown(d, _headline(d)))}"
+        return f"::{kind} title=denpex {d.verdict}::{_gh_escape(shown(d, headline(d)))}"
     title = f"denpex {d.verdict}: {i.signature} (rank {i.rank if i.rank is not None else '?'})"
     fix = (d.fix or {}).get("fix") or ""
     msg = f"{i.text[:500]}\n{fix}".strip()

@@ -46,7 +46,7 @@ def _t(e: Event) -> float | None:
 
 def lanes(d: Any) -> list[Lane]:
     """One :class:`Lane` per rank of the diagnosis, rank order."""
-    from .causal import _failed_exit
+    from .causal import failed_exit
     from .incidents import marks as kb_marks
 
     out: dict[int, Lane] = {}
@@ -64,7 +64,7 @@ def lanes(d: Any) -> list[Lane]:
         if e.role == "context":
             continue
         m = kb_marks(kb, e.signature) if kb is not None else ()
-        if _failed_exit(e) or "agent-teardown" in m or "scheduler-teardown" in m:
+        if failed_exit(e) or "agent-teardown" in m or "scheduler-teardown" in m:
             lane.end = lane.end or e
         elif lane.first_error is None and e.severity in ("error", "fatal"):
             lane.first_error = e
@@ -162,7 +162,7 @@ def _esc(text: str) -> str:
 def to_html(d: Any, title: str = "denpex diagnosis") -> str:
     """One self-contained HTML page: the timeline, the report beside it, and
     the lines of the initiating incident.  Hover a mark to see its line."""
-    from .report import _headline, shown
+    from .report import headline, shown
 
     ls = lanes(d)
     lo, hi = _span(ls, d)
@@ -202,7 +202,7 @@ def to_html(d: Any, title: str = "denpex diagnosis") -> str:
     svg.append("</svg>")
 
     fix = getattr(d, "fix", None) or {}
-    report = [f"<h2>{_esc(_headline(d))}</h2>"]
+    report = [f"<h2>{_esc(headline(d))}</h2>"]
     if init is not None:
         report.append(f'<p class="init"><b>{_esc(init.signature)}</b> on rank '
                       f'{init.rank if init.rank is not None else "?"} at '
