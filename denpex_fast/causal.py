@@ -164,7 +164,8 @@ class Ranking:
         return self.incidents[self.top] if self.top is not None else None
 
 
-def _num(fields: dict[str, str], names: Sequence[str]) -> float | None:
+def field_number(fields: dict[str, str], names: Sequence[str]) -> float | None:
+    """The first number in the first of ``names`` an event's fields hold."""
     for n in names:
         v = fields.get(n)
         if v is None:
@@ -256,9 +257,9 @@ def estimate_skew(events: Sequence[Event]) -> Skew:
     for e in events:
         if e.host is None or e.ts is None or e.role == "cause":
             continue  # causes are what we order; they must not calibrate the clocks
-        key = _num(e.fields, SEQ_FIELDS)
+        key = field_number(e.fields, SEQ_FIELDS)
         if key is None:
-            key = _num(e.fields, STEP_FIELDS)
+            key = field_number(e.fields, STEP_FIELDS)
         gk = (e.signature, "" if key is None else repr(key))
         t = e.ts.timestamp()
         prev = groups[gk].get(e.host)
@@ -312,8 +313,8 @@ def _stall_start(events: Sequence[Event]) -> tuple[float | None, list[str]]:
     for e in events:
         if e.role != "symptom" or e.t is None:
             continue
-        ms = _num(e.fields, TIMEOUT_MS_FIELDS)
-        secs = ms / 1000 if ms is not None else _num(e.fields, TIMEOUT_S_FIELDS)
+        ms = field_number(e.fields, TIMEOUT_MS_FIELDS)
+        secs = ms / 1000 if ms is not None else field_number(e.fields, TIMEOUT_S_FIELDS)
         hms = e.fields.get(TIMEOUT_HMS_FIELDS[0], "")
         if secs is None and re.fullmatch(r"\d+:\d\d:\d\d(?:\.\d+)?", hms):
             h, m, sec = hms.split(":")
@@ -337,13 +338,13 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int],
     for e in events:
         if e.rank is None:
             continue
-        seq = _num(e.fields, SEQ_FIELDS)
+        seq = field_number(e.fields, SEQ_FIELDS)
         if seq is not None and e.role == "symptom":
             by_seq[seq].add(e.rank)
-        enq = _num(e.fields, LAST_ENQUEUED_FIELDS)
+        enq = field_number(e.fields, LAST_ENQUEUED_FIELDS)
         if enq is not None:
             enqueued[e.rank] = max(enqueued.get(e.rank, -1), enq)
-        done = _num(e.fields, LAST_COMPLETED_FIELDS)
+        done = field_number(e.fields, LAST_COMPLETED_FIELDS)
         if done is not None:
             completed[e.rank] = max(completed.get(e.rank, -1), done)
     if not by_seq:
@@ -403,7 +404,7 @@ def _progress_suspect(events: Sequence[Event],
     """The rank whose last progress line shows the lowest step."""
     last: dict[int, float] = {r: float(s) for r, s in (progress or {}).items()}
     for e in events:
-        step = _num(e.fields, STEP_FIELDS)
+        step = field_number(e.fields, STEP_FIELDS)
         if e.rank is not None and step is not None:
             last[e.rank] = max(last.get(e.rank, -1), step)
     if len(last) < 2:
@@ -498,7 +499,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
             # the line does not say which worker failed.  A signal or an exit
             # code of the program's own is the suspect's death; code 1 is what
             # every peer dies with after an exception (a timeout waiting for it)
-            code = _num(c.head.fields, EXIT_FIELDS)
+            code = field_number(c.head.fields, EXIT_FIELDS)
             c.rank = virtual[0].rank if virtual and code is not None and int(code) != 1 else None
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, cands,
                                 reader, kb)
@@ -559,7 +560,7 @@ _SIGNAL_NUMBERS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT
 
 def exit_status(e: Event) -> int | None:
     """The line's typed exit status: ``exit_code``, else ``-N`` for a ``signal``."""
-    code = _num(e.fields, EXIT_FIELDS)
+    code = field_number(e.fields, EXIT_FIELDS)
     if code is not None:
         return int(code)
     sig = (e.fields.get(SIGNAL_FIELDS[0]) or "").strip()
@@ -724,12 +725,12 @@ def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ra
         if rank is None or any(c.extra.get("virtual") and c.rank == rank for c in out):
             continue
         # named by its last progress line (where it stopped), else its last own line
-        own = [e for e in live if e.rank == rank and _num(e.fields, STEP_FIELDS) is not None] or [
+        own = [e for e in live if e.rank == rank and field_number(e.fields, STEP_FIELDS) is not None] or [
             e for e in live if e.rank == rank and e.role == "context"]
         # a slow rank goes on printing: name where it was when the others went
         # quiet (their last progress line), else when the timeouts say they began to wait
         peers = [e.t for e in live if e.rank is not None and e.rank != rank and e.t is not None
-                 and _num(e.fields, STEP_FIELDS) is not None]
+                 and field_number(e.fields, STEP_FIELDS) is not None]
         limit = max(peers) + bound if peers else (stall + bound if stall is not None else None)
         if limit is not None:
             own = [e for e in own if e.t is not None and e.t <= limit] or own
@@ -832,7 +833,7 @@ def _last_marked(events: Sequence[Event], kb: Any, mark: str) -> Event | None:
 
 
 def _last_progress(events: Sequence[Event]) -> Event | None:
-    prog = [e for e in events if _num(e.fields, STEP_FIELDS) is not None]
+    prog = [e for e in events if field_number(e.fields, STEP_FIELDS) is not None]
     if not prog:
         return None
     return max(prog, key=lambda e: (e.t if e.t is not None else -math.inf, e.line))

@@ -31,7 +31,7 @@ from .causal import (
     STEP_FIELDS,
     Event,
     Ranking,
-    _num,
+    field_number,
     file_names,
     rank_events,
     shadowed,
@@ -124,6 +124,26 @@ class Diagnosis:
     initiating_incident: Any = field(default=None, repr=False)
     # denpex_fast.readback.JobBytes: reads of the job's bytes (lines around a match)
     reader: Any = field(default=None, repr=False)
+
+    def shown(self, text: str) -> str:
+        """``text`` with the job root dropped from paths (reports show paths
+        relative to the job directory that was diagnosed)."""
+        if not self.root:
+            return text
+        return text.replace(self.root.rstrip("/") + "/", "")
+
+    def headline(self) -> str:
+        """One line that says what the verdict means."""
+        if self.verdict == "stopped" and self.stopped_after is not None:
+            return (f"stopped after {self.shown(self.stopped_after.where())}: progress, then the "
+                    "logs end with no error and no completion line")
+        if self.verdict == "incomplete":
+            return "incomplete: some input could not be read whole; no all-clear is given"
+        if self.verdict == "no-failure-found":
+            return "no failure found: no error-like line and no stop before completion"
+        if self.initiating is None and self.suspect_rank is not None:
+            return f"suspect: rank {self.suspect_rank} (it printed no failure of its own)"
+        return self.verdict
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (schema ``denpex.diagnosis/1``; keys are stable)."""
@@ -485,7 +505,7 @@ def rank_fates(events: Iterable[Event], kb: Any = None) -> pa.Table:
                 and e.severity in ("fatal", "error"):
             row.update(first_error_signature=e.signature, first_error_file=e.file,
                        first_error_line=e.line)
-        code = _num(e.fields, EXIT_FIELDS)
+        code = field_number(e.fields, EXIT_FIELDS)
         if code is not None:
             row["exit_code"] = int(code)
             if code < 0:
@@ -498,10 +518,10 @@ def rank_fates(events: Iterable[Event], kb: Any = None) -> pa.Table:
             row["torn_down_by"] = "agent"
         elif "scheduler-teardown" in m:
             row["torn_down_by"] = "scheduler"
-        step = _num(e.fields, STEP_FIELDS)
+        step = field_number(e.fields, STEP_FIELDS)
         if step is not None:
             row["last_step"] = max(int(step), row["last_step"] or 0)
-        seq = _num(e.fields, LAST_ENQUEUED_FIELDS) or _num(e.fields, SEQ_FIELDS)
+        seq = field_number(e.fields, LAST_ENQUEUED_FIELDS) or field_number(e.fields, SEQ_FIELDS)
         if seq is not None:
             row["last_collective_seq"] = max(int(seq), row["last_collective_seq"] or 0)
     return pa.Table.from_pylist([rows[k] for k in sorted(rows)], schema=RANK_FATE_SCHEMA)

@@ -207,3 +207,45 @@ class JobBytes:
                 pos += n
         finally:
             reader.close()
+
+
+# how far on each side of the initiating line a report reads
+AROUND_BYTES = 16 << 10
+
+
+def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str]]:
+    """(line number, text) of the lines around the initiating line, read from
+    its file at the line's byte offset through the diagnosis's reader
+    (bounded reads; gzip/zstd decoded forward up to a bound)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    i = getattr(d, "initiating", None)
+    t = getattr(d, "table", None)
+    if i is None or t is None or not t.num_rows:
+        return []
+    mask = pc.and_(pc.equal(t.column("file").cast(pa.string()), i.file),
+                   pc.equal(t.column("line"), i.line))
+    rows = t.filter(mask)
+    if not rows.num_rows:
+        return []
+    offset = int(rows.column("offset")[0].as_py())
+    reader = getattr(d, "reader", None)
+    if reader is None:
+        from .readback import JobBytes
+
+        reader = JobBytes()
+    start = max(0, offset - AROUND_BYTES)
+    buf = reader.read(i.file, start, offset - start + AROUND_BYTES)
+    if buf is None:
+        return []
+    pre = buf[: offset - start].split(b"\n")
+    if start > 0:
+        pre = pre[1:]              # the first piece may be a partial line
+    pre = pre[:-1] if pre and pre[-1] == b"" else pre
+    post = buf[offset - start:].split(b"\n")
+    if len(buf) == offset - start + AROUND_BYTES:
+        post = post[:-1]           # the last piece may be a partial line
+    out = [(i.line - len(pre[-before:]) + k, x) for k, x in enumerate(pre[-before:])]
+    out += [(i.line + k, x) for k, x in enumerate(post[: after + 1])]
+    return [(n, x.decode("utf-8", "replace").rstrip("\r")) for n, x in out]

@@ -39,12 +39,8 @@ def to_json(d: Diagnosis, indent: int | None = 2) -> str:
 
 
 def shown(d: Diagnosis, text: str) -> str:
-    """``text`` with the job root dropped from paths (reports show paths
-    relative to the job directory that was diagnosed)."""
-    root = getattr(d, "root", None)
-    if not root:
-        return text
-    return text.replace(root.rstrip("/") + "/", "")
+    """``text`` with the job root dropped from paths (:meth:`Diagnosis.shown`)."""
+    return d.shown(text)
 
 
 def _md_cell(text: str) -> str:
@@ -60,18 +56,8 @@ def _md_code(text: str) -> str:
 
 
 def headline(d: Diagnosis) -> str:
-    """One line that says what the verdict means."""
-    i = d.initiating
-    if d.verdict == "stopped" and d.stopped_after is not None:
-        return (f"stopped after {shown(d, d.stopped_after.where())}: progress, then the logs end "
-                "with no error and no completion line")
-    if d.verdict == "incomplete":
-        return "incomplete: some input could not be read whole; no all-clear is given"
-    if d.verdict == "no-failure-found":
-        return "no failure found: no error-like line and no stop before completion"
-    if i is None and d.suspect_rank is not None:
-        return f"suspect: rank {d.suspect_rank} (it printed no failure of its own)"
-    return d.verdict
+    """One line that says what the verdict means (:meth:`Diagnosis.headline`)."""
+    return d.headline()
 
 
 def _resume_line(d: Diagnosis) -> str:
@@ -91,7 +77,7 @@ def to_markdown(d: Diagnosis) -> str:
                   f"{i.rank if i.rank is not None else '?'} (host {i.host or '?'}) at "
                   f"{_md_code(shown(d, i.where()))} — confidence {d.confidence:.2f}", "",
                   "```text", i.text, "```", ""]
-    from .timeline import lines_around
+    from .readback import lines_around
 
     around = lines_around(d, before=8, after=2)
     if around:
@@ -164,7 +150,7 @@ def render_text(d: Diagnosis, console: Any) -> None:
         head.append(f"\n{i.text}\n", style="yellow")
         head.append(f"confidence {d.confidence:.2f}", style="bold")
         console.print(Panel(head, title=f"{headline(d)}: initiating event", expand=True, box=box))
-        from .timeline import lines_around
+        from .readback import lines_around
 
         for n, x in lines_around(d, before=8, after=2):
             console.print(f"{n:>7}{'>' if n == i.line else ' '} {x}", markup=False,

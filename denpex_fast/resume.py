@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .causal import STEP_FIELDS, Event, _num
+from .causal import STEP_FIELDS, Event, field_number
 from .incidents import marks
 
 
@@ -65,7 +65,7 @@ def resume_point(events: Sequence[Event], kb: Any, *, before: Event | None = Non
     if not done:
         return None
     last = max(done, key=lambda e: (_when(e), e.line))
-    step = _num(last.fields, STEP_FIELDS)
+    step = field_number(last.fields, STEP_FIELDS)
     path = last.fields.get("path")
     if last.t is not None:
         for e in sorted(events, key=_when):
@@ -76,12 +76,12 @@ def resume_point(events: Sequence[Event], kb: Any, *, before: Event | None = Non
                               f"{e.signature} was reported at {e.where()} before this checkpoint "
                               "was written: it may hold the anomaly; resume from an earlier one")
         if suspect_rank is not None:
-            own = [e for e in events if e.rank == suspect_rank and _num(e.fields, STEP_FIELDS) is not None
+            own = [e for e in events if e.rank == suspect_rank and field_number(e.fields, STEP_FIELDS) is not None
                    and e.t is not None]
             if own:
                 stop = max(own, key=_when)
                 others = [e.t for e in events if e.rank not in (None, suspect_rank) and e.t is not None
-                          and _num(e.fields, STEP_FIELDS) is not None and e.t > stop.t]
+                          and field_number(e.fields, STEP_FIELDS) is not None and e.t > stop.t]
                 if others and stop.t is not None and stop.t < last.t:
                     return Resume(last, int(step) if step is not None else None, path, False,
                                   f"rank {suspect_rank} had already stopped making progress "

@@ -17,9 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
-from .causal import STEP_FIELDS, Event, _num
+from .causal import STEP_FIELDS, Event, field_number
 
 LANE_H = 26
 LEFT = 110
@@ -59,7 +57,7 @@ def lanes(d: Any) -> list[Lane]:
         t = _t(e)
         if t is not None and lane.first_t is None:
             lane.first_t = t
-        if _num(e.fields, STEP_FIELDS) is not None:
+        if field_number(e.fields, STEP_FIELDS) is not None:
             lane.progress, lane.progress_t = e, t
         if e.role == "context":
             continue
@@ -115,44 +113,6 @@ def text_timeline(d: Any, width: int = 56) -> list[str]:
     return rows
 
 
-AROUND_BYTES = 16 << 10   # read at most this much on each side of the initiating line
-
-
-def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str]]:
-    """(line number, text) of the lines around the initiating line, read from
-    its file at the line's byte offset through the diagnosis's reader
-    (bounded reads; gzip/zstd decoded forward up to a bound)."""
-    import pyarrow.compute as pc
-
-    i = getattr(d, "initiating", None)
-    t = getattr(d, "table", None)
-    if i is None or t is None or not t.num_rows:
-        return []
-    mask = pc.and_(pc.equal(t.column("file").cast(pa.string()), i.file),
-                   pc.equal(t.column("line"), i.line))
-    rows = t.filter(mask)
-    if not rows.num_rows:
-        return []
-    offset = int(rows.column("offset")[0].as_py())
-    reader = getattr(d, "reader", None)
-    if reader is None:
-        from .readback import JobBytes
-
-        reader = JobBytes()
-    start = max(0, offset - AROUND_BYTES)
-    buf = reader.read(i.file, start, offset - start + AROUND_BYTES)
-    if buf is None:
-        return []
-    pre = buf[: offset - start].split(b"\n")
-    if start > 0:
-        pre = pre[1:]              # the first piece may be a partial line
-    pre = pre[:-1] if pre and pre[-1] == b"" else pre
-    post = buf[offset - start:].split(b"\n")
-    if len(buf) == offset - start + AROUND_BYTES:
-        post = post[:-1]           # the last piece may be a partial line
-    out = [(i.line - len(pre[-before:]) + k, x) for k, x in enumerate(pre[-before:])]
-    out += [(i.line + k, x) for k, x in enumerate(post[: after + 1])]
-    return [(n, x.decode("utf-8", "replace").rstrip("\r")) for n, x in out]
 
 
 def _esc(text: str) -> str:
@@ -162,7 +122,11 @@ def _esc(text: str) -> str:
 def to_html(d: Any, title: str = "denpex diagnosis") -> str:
     """One self-contained HTML page: the timeline, the report beside it, and
     the lines of the initiating incident.  Hover a mark to see its line."""
-    from .report import headline, shown
+    def shown(d: Any, text: str) -> str:
+        return str(d.shown(text))
+
+    def headline(d: Any) -> str:
+        return str(d.headline())
 
     ls = lanes(d)
     lo, hi = _span(ls, d)
@@ -218,6 +182,8 @@ def to_html(d: Any, title: str = "denpex diagnosis") -> str:
                       f"{'safe' if resume.safe else 'NOT safe'}: {_esc(resume.reason)}</p>")
     inc = getattr(d, "initiating_incident", None)
     lines = ""
+    from .readback import lines_around
+
     around = lines_around(d)
     if around and init is not None:
         lines = (f"<h3>Around {_esc(shown(d, init.where()))}</h3><pre class=\"around\">" + "\n".join(
