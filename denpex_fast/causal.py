@@ -728,7 +728,15 @@ def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ra
         own = [e for e in live if e.rank == rank and field_number(e.fields, STEP_FIELDS) is not None] or [
             e for e in live if e.rank == rank and e.role == "context"]
         # a slow rank goes on printing: name where it was when the others went
-        # quiet (their last progress line), else when the timeouts say they began to wait
+        # quiet.  By step first (clock-free): its last line at a step the others
+        # also reached; else by time: their last progress line, else when the
+        # timeouts say they began to wait
+        peer_steps = [s for e in live if e.rank is not None and e.rank != rank
+                      and (s := field_number(e.fields, STEP_FIELDS)) is not None]
+        if peer_steps:
+            top = max(peer_steps)
+            own = [e for e in own if (s := field_number(e.fields, STEP_FIELDS)) is not None
+                   and s <= top] or own
         peers = [e.t for e in live if e.rank is not None and e.rank != rank and e.t is not None
                  and field_number(e.fields, STEP_FIELDS) is not None]
         limit = max(peers) + bound if peers else (stall + bound if stall is not None else None)

@@ -121,6 +121,8 @@ def _compatible(open_rank: int | None, rank: int | None) -> bool:
 
 #: lines a launcher's record line may sit from the incident it belongs to
 RECORD_GAP = 3
+#: lines a ``prelude`` (a report's opening line) may sit before its error
+PRELUDE_GAP = 400
 
 
 def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Incident]:
@@ -129,11 +131,16 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
     ``record``-marked context lines (a launcher's summary of a failed
     process) join the incident within ``RECORD_GAP`` lines and lend it their
     rank; one whose ``exit_code(event)`` is a failure starts an incident of
-    its own.
+    its own.  A ``prelude`` line joins the next incident of its rank in its
+    file (within ``PRELUDE_GAP`` lines, no other incident of that rank between).
     """
     by_file: dict[str, list[Any]] = {}
     records: dict[str, list[Any]] = {}
+    preludes: dict[str, list[Any]] = {}
     for e in events:
+        if "prelude" in marks(kb, e.signature):
+            preludes.setdefault(e.file, []).append(e)
+            continue
         is_record = "record" in marks(kb, e.signature)
         if e.role != "context" or (is_record and exit_code is not None and exit_code(e)):
             by_file.setdefault(e.file, []).append(e)
@@ -164,6 +171,10 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
             lo, hi = g[0].line, g[-1].line
             g.extend(r for r in records.get(g[0].file, ())
                      if lo - RECORD_GAP <= r.line <= hi + RECORD_GAP and _compatible(_rank_of(g), r.rank))
+            # a report's opening line (before any incident of its rank since)
+            g.extend(p for p in preludes.get(g[0].file, ())
+                     if lo - PRELUDE_GAP <= p.line < lo and _compatible(_rank_of(g), p.rank)
+                     and not any(p.line < o.line < lo and _compatible(o.rank, p.rank) for o in evs))
             g.sort(key=lambda e: (e.line, e.index))
             head = _head(primary, kb)
             rank = head.rank if head.rank is not None else _rank_of(g)

@@ -121,6 +121,8 @@ MARKS: Mapping[str, str] = MappingProxyType({
                       "ranking gives it the rank whose own output stopped first",
     "record": "a line of a launcher's record of a failed process (its rank, pid, host or exit "
               "code): it joins the incident next to it and lends it its rank",
+    "prelude": "opens a report whose error line comes later (anomaly mode's forward traceback): "
+               "it joins the next incident of the same rank in the same file",
     "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
                    "connection refused): when the host it tried is a rank that printed nothing, "
                    "that rank is the suspect",

@@ -262,3 +262,24 @@ def test_step_lines_native_pass_reads_every_form_and_keeps_the_first_per_line():
     texts, steps = step_lines(data)
     assert steps == [3, 12, 100, 120]
     assert texts[1].startswith("[Rank 0] step=12")
+
+
+def test_a_prelude_line_opens_the_incident_of_the_error_it_announces(kb) -> None:
+    """Anomaly mode prints the forward traceback's header, ~40 frames, then the
+    backward error: the incident spans from the header to the error."""
+    warn = ("/SITE/torch/autograd/graph.py:979: UserWarning: Error detected in MseLossBackward0. "
+            "Traceback of forward call that caused the error:")
+    err = "RuntimeError: Function 'MseLossBackward0' returned nan values in its 0th output."
+    rows = [{"signature": "num-anomaly-forward-traceback", "text": warn, "rank": 1, "host": "n0",
+             "ts": 5.0, "line": 9, "file": "rank1.log"},
+            {"signature": "num-anomaly-nan-backward", "text": err, "rank": 1, "host": "n0",
+             "ts": 5.0, "line": 52, "file": "rank1.log"}] + watchdogs([0, 2, 3], ts=640.0)
+    r = rank_events(table(rows), kb)
+    assert r.initiating.signature == "num-anomaly-nan-backward"
+    assert r.incident.lines == (9, 52)
+    # another error of the same rank between them: the header belongs to that one
+    rows.insert(1, {"signature": "cuda-oom", "text": OOM.replace("rank2", "rank1"), "rank": 1,
+                    "host": "n0", "ts": 5.0, "line": 30, "file": "rank1.log"})
+    r = rank_events(table(rows), kb)
+    inc = next(i for i in r.incidents if i.head.signature == "num-anomaly-nan-backward")
+    assert inc.lines[0] > 9

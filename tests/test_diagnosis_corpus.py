@@ -113,10 +113,6 @@ MATRIX_KNOWN_MISSES = {
     "041-dsl-sys-exit": "right line; two ranks print nothing, so no rank is singled out",
     "shift1-040-dsl-sigkill": "right line; two ranks print nothing, so no rank is singled out",
     "shift1-041-dsl-sys-exit": "right line; two ranks print nothing, so no rank is singled out",
-    "037-tr2n-straggler": "right rank; an earlier progress line is named (where the peers went quiet "
-                          "is estimated across two nodes' clocks)",
-    "shift1-037-tr2n-straggler": "right rank; an earlier progress line is named (where the peers went "
-                                 "quiet is estimated across two nodes' clocks)",
 }
 
 
