@@ -34,9 +34,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
-
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.zstd")
 MEMBER_SEP = "::"
 HASH_CHUNK = 1 << 20
@@ -82,6 +79,8 @@ class Job:
     @property
     def local(self) -> bool:
         """True when the job is on the local filesystem (plain files are mmapped)."""
+        from fsspec.implementations.local import LocalFileSystem
+
         return isinstance(self.fs, LocalFileSystem)
 
     @property
@@ -176,6 +175,8 @@ def discover_jobs(root: str, *, job_glob: str | None = None, job_regex: str | No
     """
     if job_glob and job_regex:
         raise ValueError("give job_glob or job_regex, not both")
+    import fsspec  # the [index] extra: only job discovery needs it
+
     fs, base = fsspec.core.url_to_fs(root, **(storage_options or {}))
     base = base.rstrip("/") or base
     if not fs.isdir(base):
