@@ -86,6 +86,7 @@ these rows and ``Attribution.notes`` says what was assumed.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import re
 import time
@@ -375,6 +376,7 @@ def _host_word_ok(token: str) -> bool:
     return not _PATH_RANK.search(token)  # "oom-rank2-watchdog" describes, it does not name
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def path_facts(name: str) -> PathFacts:
     """Rank and host implied by a path (see the module doc for the forms)."""
     path = name.split("::", 1)[-1].replace("\\", "/")
@@ -845,6 +847,10 @@ def _read_candidates(read: Callable[[int, int], bytes], size: int, lo: np.ndarra
 
 
 def _file_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    # unifying the dictionaries of many chunks costs chunks x names (each
+    # small file's batch carries every name); re-encoding costs only rows
+    if pa.types.is_dictionary(col.type) and col.num_chunks > 16:
+        col = col.cast(pa.string())
     if pa.types.is_dictionary(col.type):
         col = col.unify_dictionaries()
         names = col.chunk(0).dictionary.to_pylist() if col.num_chunks else []

@@ -242,6 +242,9 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
     result = scanner.run(sp.paths if sp else items, threads=threads, errors="collect")
     if sp is not None:
         result = relabel_result(result, sp)
+    if result.table.num_columns and result.table.column(0).num_chunks > 64:
+        # one batch per small file: later stages work per chunk
+        result.table = result.table.combine_chunks()
     div = None
     errs: list[Any] = []
     if baseline is not None:
