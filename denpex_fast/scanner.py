@@ -93,6 +93,7 @@ COUNTS_SCHEMA = pa.schema([
 
 DEFAULT_UNIT = 256 << 20       # a file range scanned by one task
 STREAM_CHUNK = 4 << 20         # decompressed bytes per native call
+COALESCE_BATCHES = 256         # run(): small batches merged into one table chunk
 
 ProgressFn = Callable[[int, int], None]
 
@@ -427,13 +428,20 @@ class Scanner:
             raise ValueError("errors must be 'raise' or 'collect'")
         t0 = time.perf_counter()
         batches: list[pa.RecordBatch] = []
+        parts: list[pa.Table] = []
         sink = _Collector()
         for batch in self._iter(paths, threads=threads, mmap=mmap, unit_size=unit_size,
                                 follow_symlinks=follow_symlinks, progress=progress,
                                 cancel=cancel, sink=sink, max_decompressed=max_decompressed,
                                 max_ratio=max_ratio, binary=binary):
             batches.append(batch)
-        table = pa.Table.from_batches(batches, schema=MATCH_SCHEMA)
+            if len(batches) >= COALESCE_BATCHES:
+                # many small files give one tiny batch each; each costs buffers
+                # far larger than its rows, so they are merged as they come
+                parts.append(pa.Table.from_batches(batches, schema=MATCH_SCHEMA).combine_chunks())
+                batches = []
+        parts.append(pa.Table.from_batches(batches, schema=MATCH_SCHEMA))
+        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         stats = {"files": sink.files_read(), "skipped": len(sink.skipped), "bytes": sink.bytes,
                  "rows": table.num_rows, "seconds": time.perf_counter() - t0}
         if sink.errors or sink.skipped:
@@ -602,6 +610,7 @@ class Scanner:
                         progress(done_bytes, total)
                     if self._is_last(done.task, tasks):
                         sink.add_file(done.task.file_idx, st)
+                        del states[done.task.file_idx]  # nothing per file outlives it but its counts
                     if batch is not None and batch.num_rows:
                         yield batch
             except BaseException:
@@ -819,10 +828,15 @@ class _Collector:
         self.inputs: dict[str, Any] = {}
         self.bytes = 0
         self._streams_skipped = 0
-        self._counts: list[tuple[int, np.ndarray, np.ndarray]] = []
+        # per file: (index, signatures that matched, their line counts, rows kept);
+        # sparse, so memory grows with matches, not with files x signatures
+        self._counts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
 
     def add_file(self, idx: int, st: _FileState) -> None:
-        self._counts.append((idx, st.counts.copy(), st.kept.astype(np.uint64)))
+        nz = np.flatnonzero(st.counts)
+        if len(nz):
+            self._counts.append((idx, nz.astype(np.int32), st.counts[nz],
+                                 st.kept[nz].astype(np.uint64)))
         if st.error is not None and st.error.kind == "binary":
             self.skipped.append(st.error)
             self._streams_skipped += 1
@@ -835,12 +849,12 @@ class _Collector:
 
     def counts_table(self, sig_ids: list[str]) -> pa.Table:
         files, sigs, lines, kept = [], [], [], []
-        for idx, counts, k in self._counts:
-            for s in np.flatnonzero(counts):
+        for idx, nz, counts, k in self._counts:
+            for j, s in enumerate(nz.tolist()):
                 files.append(self.names[idx])
                 sigs.append(sig_ids[s])
-                lines.append(int(counts[s]))
-                kept.append(int(k[s]))
+                lines.append(int(counts[j]))
+                kept.append(int(k[j]))
         return pa.table({"file": pa.array(files, pa.string()),
                          "signature": pa.array(sigs, pa.string()),
                          "lines": pa.array(lines, pa.uint64()),
