@@ -3,7 +3,7 @@ cross-validation and the frozen blind partition, side by side, with the
 anchors a user already has (the first line of a plain error grep, torchrun's
 own "Root Cause (first observed failure)").
 
-    python benchmarks/accuracy.py [CORPUS...]   # default: tests/corpus/cases, matrix-shift1, public
+    python benchmarks/accuracy.py [CORPUS...]   # default: tests/corpus/cases, matrix-shift1/2, public
 
 A failed case counts as right only when the named line (any line of the
 named incident) **and** the named rank are the truth's.  Columns:
@@ -38,6 +38,7 @@ def _fmt(x: object) -> str:
 
 def main(argv: list[str]) -> int:
     roots = argv or [str(ROOT / "tests/corpus/cases"), str(ROOT / "tests/corpus/matrix-shift1"),
+                     str(ROOT / "tests/corpus/matrix-shift2"),
                      str(ROOT / "tests/corpus/public")]
     rep = evaluate(roots)
     dev = rep.subset("dev")

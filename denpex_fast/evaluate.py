@@ -396,18 +396,43 @@ def cross_validate(results: Sequence[CaseResult], k: int = 5,
     return outcome, prob
 
 
+#: L2 strengths tried for the confidence model (chosen by out-of-fold log-loss)
+CONFIDENCE_L2 = (0.1, 0.3, 1.0, 3.0)
+
+
+def confidence_l2(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
+                  outcome: dict[str, tuple[bool, bool, bool]], k: int = 5) -> float:
+    """The L2 strength of :data:`CONFIDENCE_L2` whose out-of-fold confidences
+    have the lowest log-loss."""
+    named = [r for r in results if r.case in feats]
+
+    def loss(l2: float) -> float:
+        conf = oof_confidence(results, feats, outcome, k, l2=l2)
+        p = np.clip([conf[r.case] for r in named], 1e-6, 1 - 1e-6)
+        y = np.array([outcome[r.case][0] for r in named], float)
+        return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))) if len(y) else 0.0
+
+    return min(CONFIDENCE_L2, key=loss)
+
+
 def oof_confidence(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
-                   outcome: dict[str, tuple[bool, bool, bool]], k: int = 5) -> dict[str, float]:
+                   outcome: dict[str, tuple[bool, bool, bool]], k: int = 5,
+                   l2: float | None = None) -> dict[str, float]:
     """Each failed case's confidence from a confidence model fitted without its
-    group (for the reliability table of cross-validation)."""
+    group (for the reliability table of cross-validation); ``l2``: the
+    model's L2 strength (default: chosen by :func:`confidence_l2`)."""
     from .ranker import fit_confidence, sigmoid
+
+    if l2 is None:
+        l2 = confidence_l2(results, feats, outcome, k)
 
     fold = _folds([r.group for r in results], k)
     named = [r for r in results if r.case in feats]
     out: dict[str, float] = {}
     for f in range(k):
         train = [r for r in named if fold[r.group] != f]
-        cw = fit_confidence([feats[r.case] for r in train], [outcome[r.case][0] for r in train])
+        cw = fit_confidence([feats[r.case] for r in train], [outcome[r.case][0] for r in train],
+                            l2=l2)
         for r in named:
             if fold[r.group] == f:
                 out[r.case] = float(sigmoid(feats[r.case] @ cw))
@@ -432,11 +457,12 @@ def refit(report: EvalReport, k: int = 5) -> dict[str, Any]:
     pts = [(prob[r.case], outcome[r.case][0]) for r in dev
            if r.expected == "failure" and r.X is not None and len(r.X)]
     named = [r for r in dev if r.case in feats]
-    cw = fit_confidence([feats[r.case] for r in named], [outcome[r.case][0] for r in named])
+    l2 = confidence_l2(dev, feats, outcome, k)
+    cw = fit_confidence([feats[r.case] for r in named], [outcome[r.case][0] for r in named], l2=l2)
     model = Model(w, threshold_for_precision(pts, 0.95), isotonic_calibration(pts), {
         "fitted_on": "dev partition", "cases": len(dev),
         "groups": len({r.group for r in dev}), "folds": k,
-        "features": len(FEATURE_NAMES)}, cw)
+        "features": len(FEATURE_NAMES), "confidence_l2": l2}, cw)
     return model.to_json()
 
 
