@@ -52,7 +52,8 @@ def test_stdin_diagnoses_like_the_file(job: Path) -> None:
     console = job / "job" / "node1" / "console.log"
     ref = dx.diagnose(str(console))
     out = subprocess.run([sys.executable, "-m", "denpex_fast", "diagnose", "-", "--format", "json"],
-                         stdin=open(console, "rb"), capture_output=True, check=False)
+                         stdin=open(console, "rb"), capture_output=True, check=False,
+                         cwd=job)  # outside the source tree: the installed package runs
     assert out.returncode == 1, out.stderr
     d = json.loads(out.stdout)
     i = d["initiating"]
