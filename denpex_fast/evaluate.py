@@ -400,17 +400,28 @@ def cross_validate(results: Sequence[CaseResult], k: int = 5,
 CONFIDENCE_L2 = (0.1, 0.3, 1.0, 3.0)
 
 
+def source_weights(results: Sequence[CaseResult]) -> dict[str, float]:
+    """Per case, 1 / the number of cases of its kind (generated jobs, public
+    pastes): the confidence model learns from both kinds equally, not from
+    whichever the corpus holds more of."""
+    kind = {r.case: r.group.startswith("generated:") for r in results}
+    n = {k: sum(1 for v in kind.values() if v == k) for k in (True, False)}
+    return {c: 1.0 / n[k] for c, k in kind.items()}
+
+
 def confidence_l2(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
                   outcome: dict[str, tuple[bool, bool, bool]], k: int = 5) -> float:
     """The L2 strength of :data:`CONFIDENCE_L2` whose out-of-fold confidences
     have the lowest log-loss."""
     named = [r for r in results if r.case in feats]
+    wt = source_weights(named)
 
     def loss(l2: float) -> float:
         conf = oof_confidence(results, feats, outcome, k, l2=l2)
         p = np.clip([conf[r.case] for r in named], 1e-6, 1 - 1e-6)
         y = np.array([outcome[r.case][0] for r in named], float)
-        return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))) if len(y) else 0.0
+        c = np.array([wt[r.case] for r in named])
+        return float(-(c @ (y * np.log(p) + (1 - y) * np.log(1 - p))) / c.sum()) if len(y) else 0.0
 
     return min(CONFIDENCE_L2, key=loss)
 
@@ -431,8 +442,9 @@ def oof_confidence(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
     out: dict[str, float] = {}
     for f in range(k):
         train = [r for r in named if fold[r.group] != f]
+        wt = source_weights(train)
         cw = fit_confidence([feats[r.case] for r in train], [outcome[r.case][0] for r in train],
-                            l2=l2)
+                            l2=l2, weight=[wt[r.case] for r in train])
         for r in named:
             if fold[r.group] == f:
                 out[r.case] = float(sigmoid(feats[r.case] @ cw))
@@ -458,7 +470,9 @@ def refit(report: EvalReport, k: int = 5) -> dict[str, Any]:
            if r.expected == "failure" and r.X is not None and len(r.X)]
     named = [r for r in dev if r.case in feats]
     l2 = confidence_l2(dev, feats, outcome, k)
-    cw = fit_confidence([feats[r.case] for r in named], [outcome[r.case][0] for r in named], l2=l2)
+    wt = source_weights(named)
+    cw = fit_confidence([feats[r.case] for r in named], [outcome[r.case][0] for r in named], l2=l2,
+                        weight=[wt[r.case] for r in named])
     model = Model(w, threshold_for_precision(pts, 0.95), isotonic_calibration(pts), {
         "fitted_on": "dev partition", "cases": len(dev),
         "groups": len({r.group for r in dev}), "folds": k,

@@ -213,20 +213,24 @@ def sigmoid(z: float | np.ndarray) -> Any:
 
 
 def fit_confidence(F: Sequence[np.ndarray], right: Sequence[bool], *, l2: float = 3.0,
-                   steps: int = 3000, lr: float = 0.5) -> np.ndarray:
+                   steps: int = 3000, lr: float = 0.5,
+                   weight: Sequence[float] | None = None) -> np.ndarray:
     """Logistic weights predicting whether a diagnosis is right from its
-    :func:`confidence_features` (L2 toward 0 except the bias)."""
+    :func:`confidence_features` (L2 toward 0 except the bias); ``weight``:
+    per case (default 1)."""
     A = np.asarray(F, float)
     y = np.asarray(right, float)
     w = np.zeros(A.shape[1])
     if not len(A):
         return w
-    w[0] = math.log((y.sum() + 1) / (len(y) - y.sum() + 1))
+    c = np.ones(len(y)) if weight is None else np.asarray(weight, float)
+    c = c * len(y) / c.sum()
+    w[0] = math.log((float(c @ y) + 1) / (float(c @ (1 - y)) + 1))
     reg = np.full(A.shape[1], l2)
     reg[0] = 0.0
     for _ in range(steps):
         p = sigmoid(A @ w)
-        g = A.T @ (p - y) / len(y) + reg * w / len(y)
+        g = A.T @ (c * (p - y)) / len(y) + reg * w / len(y)
         w -= lr * g
     return w
 
