@@ -563,6 +563,10 @@ def _parse_document(data: bytes, source: str, stem: str, problems: list[str] | N
     return out
 
 
+#: bump when parsing or :class:`Signature` changes: cached parses of older loaders are ignored
+PARSED_FORMAT = 1
+
+
 def load_file(path: StrPath) -> list[Signature]:
     """Parse and validate one signature file; raise :class:`SignatureError` on the first problem.
 
@@ -574,7 +578,17 @@ def load_file(path: StrPath) -> list[Signature]:
         data = p.read_bytes()
     except OSError as exc:
         raise SignatureError(f"{p}: cannot read signature file: {exc.strerror or exc}") from None
-    return _parse_document(data, str(p), p.stem, None)
+    from . import cache
+
+    # parsing the TOML is most of a command's start-up: a file already parsed
+    # (same path, same bytes, same loader) is read back from the cache
+    key = cache.parsed_key(str(p), data, PARSED_FORMAT)
+    sigs = cache.load_parsed(key)
+    if isinstance(sigs, list) and all(isinstance(x, Signature) for x in sigs):
+        return sigs
+    sigs = _parse_document(data, str(p), p.stem, None)
+    cache.store_parsed(key, sigs)
+    return sigs
 
 
 def _source_files(path: Path, origin: str) -> list[Path]:
