@@ -506,6 +506,9 @@ class _IndexProgress:
 @click.option("--prune", is_flag=True, help="Drop jobs that are no longer under ROOT.")
 @click.option("--binary", is_flag=True,
               help="Scan binary files too (by default skipped, with a 'skipped' manifest row).")
+@click.option("--wait", "lock_timeout", type=click.FloatRange(0), default=0.0, metavar="SECONDS",
+              help="When another denpex index is writing this index, wait up to SECONDS for "
+                   "it to finish (default: stop at once, naming the other writer).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress bar on stderr (only when stderr is a terminal).")
@@ -513,7 +516,8 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
               exprs: tuple[str, ...], files: tuple[str, ...], signature_dirs: tuple[str, ...],
               threads: int | None, processes: int | None, dask_address: str | None,
               checksum: bool, retry_errors: bool,
-              force: bool, prune: bool, quiet: bool, progress: bool, binary: bool = False) -> None:
+              force: bool, prune: bool, quiet: bool, progress: bool, binary: bool = False,
+              lock_timeout: float = 0.0) -> None:
     """Index the jobs under ROOT into a partitioned Parquet dataset.
 
     Only new or changed jobs are scanned; each job is committed atomically.
@@ -524,6 +528,7 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
     from .index import IndexOptions, build_index
 
     console = _stderr_console(quiet)
+    err = _stderr_console()  # errors are shown even with -q
     if job_glob and job_regex:
         raise click.UsageError("give --job-glob or --job-regex, not both")
     if sum(x is not None for x in (threads, processes, dask_address)) > 1:
@@ -531,7 +536,7 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
     try:
         scanner = _build_scanner(exprs, files, signature_dirs, False, 10_000, 1024)
     except (DenpexError, OSError) as exc:
-        console.print(f"denpex: {exc}", style="red", markup=False)
+        err.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)
     bar = _IndexProgress(console) if progress and not quiet and console.is_terminal else None
     opts = IndexOptions(checksum=checksum, retry_errors=retry_errors, force=force, binary=binary)
@@ -540,19 +545,19 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
                               signatures=list(signature_dirs) or None, job_glob=job_glob,
                               job_regex=job_regex, threads=threads, processes=processes,
                               dask=dask_address,
-                              prune=prune, options=opts, progress=bar)
+                              prune=prune, options=opts, progress=bar, lock_timeout=lock_timeout)
     except KeyboardInterrupt:
-        console.print("denpex: interrupted (committed jobs are kept)", style="red")
+        err.print("denpex: interrupted (committed jobs are kept)", style="red")
         sys.exit(130)
-    except (ValueError, OSError) as exc:
-        console.print(f"denpex: {exc}", style="red", markup=False)
+    except (ValueError, OSError, DenpexError) as exc:
+        err.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)
     finally:
         if bar:
             bar.stop()
     for r in summary.reports:
         if r.status == "failed":
-            console.print(f"denpex: job {r.job}: {r.error}", style="red", markup=False)
+            err.print(f"denpex: job {r.job}: {r.error}", style="red", markup=False)
     if not quiet:
         mb = sum(r.bytes for r in summary.reports) / 1e6
         errs = sum(r.file_errors for r in summary.reports)

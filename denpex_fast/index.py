@@ -16,15 +16,24 @@ Commits are per job and crash-safe: the partitions are written to
 ``INDEX/.tmp/``, a marker ``INDEX/.pending/<job>`` is created, each partition
 directory is swapped in with a rename (the old one moved to ``INDEX/.trash/``),
 and the marker is removed last.  A job whose marker survives a crash is
-indexed again by the next run; readers never see a half-written file.  One
-writer at a time per index.
+indexed again by the next run; readers never see a half-written file, and
+they see only jobs whose commit completed (no marker, a diagnosis
+partition), so a job cut between its partitions stays hidden until the next
+run commits it whole.  One writer at a time per index: a run holds
+``INDEX/.lock`` (``fcntl`` locally, a lease file on other filesystems) and a
+second one waits up to ``lock_timeout`` seconds, then stops with
+:class:`IndexLockedError` naming the owner; it never touches the first
+one's staged files.  Worker processes (``processes=``) die with their parent.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import multiprocessing
 import os
 import signal
+import socket
 import threading
 import time
 import uuid
@@ -43,6 +52,7 @@ import pyarrow.dataset as ds
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
+from .errors import DenpexError
 from .jobs import HashingReader, Job, JobFile, StreamError, discover_jobs, file_digest
 from .sources import display_name
 
@@ -167,6 +177,28 @@ class JobReport:
 
 # -- storage ------------------------------------------------------------------
 
+#: seconds after which a lease file on a non-local index is taken over
+LEASE_STALE = 6 * 3600.0
+
+
+class IndexLockedError(DenpexError, RuntimeError):
+    """Another ``denpex index`` is writing this index."""
+
+    def __init__(self, url: str, owner: str) -> None:
+        super().__init__(f"{url}: another denpex index is writing this index ({owner}); "
+                         "wait for it to finish, or give a lock timeout to wait")
+        self.url, self.owner = url, owner
+
+
+def _owner_text(raw: bytes) -> str:
+    try:
+        o = json.loads(raw or b"{}")
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(o["since"])))
+        return f"pid {o['pid']} on {o['host']} since {since}"
+    except (ValueError, KeyError, TypeError):
+        return "owner unknown"
+
+
 def partition_name(job: str) -> str:
     """The partition directory of ``job`` (``job=<percent-encoded name>``)."""
     return PARTITIONING.format(pc.field("job") == job)[0]
@@ -207,6 +239,56 @@ class IndexStore:
     def _marker(self, job: str) -> str:
         return self.path(".pending", partition_name(job))
 
+    # -- one writer -------------------------------------------------------
+    @contextlib.contextmanager
+    def writer_lock(self, timeout: float = 0.0) -> Iterator[None]:
+        """Hold the index's writer lock for the block.
+
+        Local index: ``fcntl.flock`` on ``.lock`` (released by the kernel if
+        the writer dies).  Other filesystems: a lease file naming its owner
+        (host, pid, start); a lease older than :data:`LEASE_STALE` seconds is
+        taken over.  Another writer makes this wait up to ``timeout`` seconds,
+        then raise :class:`IndexLockedError` naming the owner.
+        """
+        deadline = time.monotonic() + max(timeout, 0.0)
+        owner = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+        if self.local:
+            import fcntl
+
+            fd = os.open(self.path(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            raise IndexLockedError(
+                                self.url, _owner_text(os.pread(fd, 4096, 0))) from None
+                        time.sleep(0.2)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(owner).encode(), 0)
+                yield
+            finally:
+                os.close(fd)  # closing releases the lock
+            return
+        lease = self.path(".lock")
+        while True:
+            try:
+                held = json.loads(self.fs.cat_file(lease))
+            except (FileNotFoundError, ValueError):
+                held = None
+            if held is None or time.time() - float(held.get("since", 0)) > LEASE_STALE:
+                break
+            if time.monotonic() >= deadline:
+                raise IndexLockedError(self.url, _owner_text(json.dumps(held).encode()))
+            time.sleep(1.0)
+        self.fs.pipe_file(lease, json.dumps(owner).encode())
+        try:
+            yield
+        finally:
+            self._rm(lease)
+
     # -- state ------------------------------------------------------------
     def recover(self) -> None:
         """Delete what an interrupted run left in ``.tmp`` and ``.trash``."""
@@ -229,8 +311,31 @@ class IndexStore:
 
         return names("diagnosis") - names(".pending")
 
-    def read(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
-        """One dataset (``matches``...) as a table with its ``job`` column."""
+    def read(self, name: str, schema: pa.Schema | None = None, *,
+             committed_only: bool = True) -> pa.Table:
+        """One dataset (``matches``...) as a table with its ``job`` column.
+
+        ``committed_only``: only jobs whose commit completed (a crash between
+        a job's partitions leaves its pending marker; its rows stay hidden
+        until the next run commits it whole).
+        """
+        table = self._read_all(name, schema)
+        if committed_only and table.num_rows:
+            keep = pa.array(sorted(self.committed_jobs()), pa.string())
+            table = table.filter(pc.is_in(table.column("job"), value_set=keep))
+        return table
+
+    def committed_files(self, name: str) -> list[str]:
+        """The Parquet files of ``name`` that belong to completely committed jobs."""
+        try:
+            files = self.fs.glob(self.path(name, "job=*", "*.parquet"))
+        except FileNotFoundError:
+            return []
+        done = self.committed_jobs()
+        return sorted(f for f in files
+                      if unquote(f.rstrip("/").rsplit("/", 2)[-2][4:]) in done)
+
+    def _read_all(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
         path = self.path(name)
         try:
             if not self._exists(path):
@@ -572,7 +677,8 @@ def build_index(root: str, index: str, *, scanner: Any = None,
                 processes: int | None = None, dask: Any = None, prune: bool = False,
                 options: IndexOptions | None = None,
                 storage_options: dict[str, Any] | None = None,
-                progress: ProgressHook | None = None) -> IndexSummary:
+                progress: ProgressHook | None = None,
+                lock_timeout: float = 0.0) -> IndexSummary:
     """Index every job under ``root`` into the dataset at ``index``.
 
     ``scanner``: a :class:`~denpex_fast.Scanner` (default: the built-in
@@ -586,8 +692,13 @@ def build_index(root: str, index: str, *, scanner: Any = None,
     to run the jobs on a Dask cluster instead; ``prune``: drop jobs no longer under
     ``root``; ``options``: :class:`IndexOptions`.  Only new or changed jobs
     are scanned; see the module docstring for the commit protocol.
+
+    One writer at a time: the run holds the index's lock (``fcntl`` on a
+    local index, a lease file elsewhere); ``lock_timeout``: seconds to wait
+    for another writer to finish before :class:`IndexLockedError` (0: fail
+    at once).  Readers never wait and see only completely committed jobs.
     """
-    from .scanner import Scanner, default_threads
+    from .scanner import Scanner
 
     if processes is not None and (threads is not None or dask is not None):
         raise ValueError("give threads, processes or dask, not two of them")
@@ -604,6 +715,19 @@ def build_index(root: str, index: str, *, scanner: Any = None,
                      scanner.signature_set)
     store = ctx.store()
     store.fs.makedirs(store.root, exist_ok=True)
+    with store.writer_lock(lock_timeout):
+        return _build(root, store, ctx, opts, job_glob, job_regex, storage_options, progress,
+                      dask, processes, threads, prune, index, t0)
+
+
+def _build(root: str, store: IndexStore, ctx: JobContext, opts: IndexOptions,
+           job_glob: str | None, job_regex: str | None,
+           storage_options: dict[str, Any] | None, progress: ProgressHook | None, dask: Any,
+           processes: int | None, threads: int | None, prune: bool, index: str,
+           t0: float) -> IndexSummary:
+    """The body of :func:`build_index`, run while holding the index's writer lock."""
+    from .scanner import default_threads
+
     store.recover()
     jobs = discover_jobs(root, job_glob=job_glob, job_regex=job_regex, exclude=index,
                          storage_options=storage_options)
@@ -668,9 +792,25 @@ def _in_memory(fs: Any) -> bool:
 _WORKER_CTX: JobContext | None = None
 
 
-def _init_worker(ctx: JobContext) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Make this worker die when the process that started it does (``kill -9``
+    of ``denpex index`` must not leave ~150 MB workers behind)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the line above ran
+        os._exit(1)
+
+
+def _init_worker(ctx: JobContext, parent: int | None = None) -> None:
     """Runs once in each worker process: keep the (unpickled) job context."""
     global _WORKER_CTX
+    if parent is not None:
+        _die_with_parent(parent)
     # Ctrl-C goes to the whole process group; the parent decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_CTX = ctx
@@ -705,7 +845,7 @@ def _index_processes(jobs: list[Job], ctx: JobContext, previous: dict[str, Any],
     ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
     pool = ProcessPoolExecutor(max_workers=min(n, len(jobs)),
                                mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(ctx,))
+                               initializer=_init_worker, initargs=(ctx, os.getpid()))
     with pool:
         futures: dict[Future[JobReport], Job] = {
             pool.submit(_index_job_in_worker, j, previous.get(j.name)): j for j in jobs}

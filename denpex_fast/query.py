@@ -158,23 +158,20 @@ class Index:
         import pyarrow.dataset as ds
         import pyarrow.fs as pafs
 
-        if not self._has_files(name):  # no partition yet: the right columns, no rows
-            return _empty_schema(name).empty_table()
         st = self.store
+        # only completely committed jobs: a run that died between a job's
+        # partitions must not show half a job
+        files = st.committed_files(name)
+        if not files:  # no partition yet: the right columns, no rows
+            return _empty_schema(name).empty_table()
         fs = pafs.LocalFileSystem() if st.local else pafs.PyFileSystem(pafs.FSSpecHandler(st.fs))
         factory = ds.FileSystemDatasetFactory(
-            fs, pafs.FileSelector(st.path(name), recursive=True), ds.ParquetFileFormat(),
+            fs, files, ds.ParquetFileFormat(),
             ds.FileSystemFactoryOptions(partitioning=PARTITIONING,
-                                        selector_ignore_prefixes=[".", "_"]))
+                                        partition_base_dir=st.path(name)))
         found = factory.inspect(promote_options="permissive", fragments=None)
         schema = pa.unify_schemas([found, _empty_schema(name)], promote_options="permissive")
         return factory.finish(schema)
-
-    def _has_files(self, name: str) -> bool:
-        try:
-            return bool(self.store.fs.glob(self.store.path(name, "*", "*.parquet")))
-        except FileNotFoundError:
-            return False
 
     def sql(self, query: str) -> pa.Table:
         """Run SQL over the views; the result as a pyarrow Table.
