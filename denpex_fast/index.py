@@ -526,7 +526,11 @@ def scan_job(job: Job, ctx: JobContext,
                             r = scanner.scan_stream(member, label,
                                                     max_decompressed=o.max_decompressed,
                                                     max_ratio=o.max_ratio, binary=o.binary)
-                            tables.append(r.table)
+                            if r.table.num_rows:
+                                tables.append(r.table)
+                            if len(tables) >= 256:
+                                # one small table per member costs far more than its rows
+                                tables = [pa.concat_tables(tables).combine_chunks()]
                             scanned += int(r.stats["bytes"])
                             errors += [f"{e.path}: {e.kind}: {e.message}" for e in r.errors]
                             skipped += [e.path for e in r.skipped]

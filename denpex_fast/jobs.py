@@ -382,6 +382,9 @@ def iter_tar_members(raw: HashingReader, archive: str) -> Iterator[tuple[str, An
                 return
             except Exception as exc:
                 raise StreamError(f"archive damaged: {type(exc).__name__}: {exc}") from None
+            # stream mode reads forward only: the TarInfo list tarfile keeps
+            # for random access would grow with every member
+            tf.members = []
             if not member.isreg():  # links, devices, directories: labels only, nothing to read
                 continue
             f = tf.extractfile(member)
