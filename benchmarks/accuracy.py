@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from corpus_eval import _outcome, cross_validate, evaluate, oof_confidence
 
-from denpex_fast.evaluate import _outcome, cross_validate, evaluate, oof_confidence
-from denpex_fast.ranker import fit
+from denpex_fast.analysis.ranker import fit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
             if b["cases"]:
                 print(f"    {b['confidence']:>14}  n={b['cases']:3d}  predicted {b['predicted']:.2f}  "
                       f"observed {b['observed']:.2f}")
-    weights = dict(zip(__import__("denpex_fast.ranker", fromlist=["FEATURE_NAMES"]).FEATURE_NAMES,
+    weights = dict(zip(__import__("denpex_fast.analysis.ranker", fromlist=["FEATURE_NAMES"]).FEATURE_NAMES,
                        np.round(w, 2)))
     print("\nweights fitted on dev:", ", ".join(f"{k}={v:g}" for k, v in weights.items()))
     return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from denpex_fast.signatures import load_signatures
+from denpex_fast.kb.signatures import load_signatures
 
 
 def benchmark_patterns(n: int = 250) -> list[tuple[str, str]]:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from denpex_fast.attribution import attribute
-from denpex_fast.scanner import Scanner
+from denpex_fast.engine.scanner import Scanner
+from denpex_fast.facts.attribution import attribute
 
 from conftest import data_dir
 from gen_corpus import generate

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from denpex_fast.index import build_index
-from denpex_fast.query import open_index
-from denpex_fast.scanner import Scanner
+from denpex_fast.batch.index import build_index
+from denpex_fast.batch.query import open_index
+from denpex_fast.engine.scanner import Scanner
 
 from conftest import RESULTS, data_dir
 from gen_corpus import generate
@@ -125,7 +125,7 @@ def test_index_local_processes(benchmark, job_archive, scanner) -> None:  # type
 def test_index_dask_local_cluster(benchmark, job_archive, scanner) -> None:  # type: ignore[no-untyped-def]
     from distributed import Client
 
-    from denpex_fast.dask import local_cluster
+    from denpex_fast.batch.dask import local_cluster
 
     root, nbytes = job_archive
     out = data_dir() / "bench-index-dask"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import denpex_fast as dx
-from denpex_fast.signatures import load_signatures
+from denpex_fast.kb.signatures import load_signatures
 
 from conftest import data_dir
 from gen_corpus import generate

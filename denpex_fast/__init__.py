@@ -6,7 +6,7 @@ distributed ML training.
     >>> table = dx.scan("job/", attribute=True)          # rank, host, ts filled
     >>> df = dx.to_pandas(table)                         # rank stays an integer (Int32)
 
-The scanner (``denpex_fast.scanner``) runs Hyperscan in C over memory-mapped
+The scanner (``denpex_fast.engine.scanner``) runs Hyperscan in C over memory-mapped
 or decompressed logs and returns the match table; see ``MATCH_SCHEMA``.
 Names are imported lazily so that ``import denpex_fast`` stays cheap.
 """
@@ -18,30 +18,36 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "scan": ("scanner", "scan"),
-    "Scanner": ("scanner", "Scanner"),
-    "ScanResult": ("scanner", "ScanResult"),
-    "MATCH_SCHEMA": ("scanner", "MATCH_SCHEMA"),
-    "diagnose": ("diagnosis", "diagnose"),
-    "Diagnosis": ("diagnosis", "Diagnosis"),
-    "attribute": ("attribution", "attribute"),
-    "Attribution": ("attribution", "Attribution"),
-    "CancelFlag": ("_native", "CancelFlag"),
-    "hs_version": ("_native", "hs_version"),
-    "load_signatures": ("signatures", "load_signatures"),
+    "scan": ("engine.scanner", "scan"),
+    "Scanner": ("engine.scanner", "Scanner"),
+    "ScanResult": ("engine.scanner", "ScanResult"),
+    "MATCH_SCHEMA": ("engine.scanner", "MATCH_SCHEMA"),
+    "diagnose": ("analysis.diagnosis", "diagnose"),
+    "Diagnosis": ("analysis.diagnosis", "Diagnosis"),
+    "attribute": ("facts.attribution", "attribute"),
+    "Attribution": ("facts.attribution", "Attribution"),
+    "CancelFlag": ("engine._native", "CancelFlag"),
+    "hs_version": ("engine._native", "hs_version"),
+    "load_signatures": ("kb.signatures", "load_signatures"),
     "DenpexError": ("errors", "DenpexError"),
     "PatternError": ("errors", "PatternError"),
     "ScanError": ("errors", "ScanError"),
     "SignatureError": ("errors", "SignatureError"),
     "FileError": ("errors", "FileError"),
-    "open_index": ("query", "open_index"),
-    "Index": ("query", "Index"),
-    "build_index": ("index", "build_index"),
+    "open_index": ("batch.query", "open_index"),
+    "Index": ("batch.query", "Index"),
+    "build_index": ("batch.index", "build_index"),
     "to_pandas": ("tables", "to_pandas"),
     "pandas_types_mapper": ("tables", "pandas_types_mapper"),
 }
 
 __all__ = sorted(_LAZY)
+
+# Modules that lived at the top level before the package was laid out by stage
+# (io, kb, engine, facts, analysis, batch); their old paths stay importable.
+_MOVED = frozenset({"sources", "jobs", "spool", "readback", "signatures", "_native", "scanner",
+                    "cache", "attribution", "timeparse", "incidents", "ranker", "causal",
+                    "progress", "baseline", "resume", "diagnosis", "index", "dask", "query"})
 
 
 def __dir__() -> list[str]:
@@ -53,7 +59,11 @@ def __getattr__(name: str) -> Any:
     if name == "dask":  # the Dask adapter, imported on first use (needs the [dask] extra)
         import importlib
 
-        return importlib.import_module("denpex_fast.dask")
+        return importlib.import_module("denpex_fast.batch.dask")
+    if name in _MOVED:  # a module's pre-0.2 top-level path (an alias for one release)
+        import importlib
+
+        return importlib.import_module(f"denpex_fast.{name}")
     try:
         module, attr = _LAZY[name]
     except KeyError:

@@ -53,7 +53,7 @@ def parse_pattern_file(path: str) -> dict[str, list[str]]:
 
 def _build_scanner(exprs: Sequence[str], files: Sequence[str], signature_dirs: Sequence[str],
                    ignore_case: bool, max_count: int, max_text: int) -> Any:
-    from .scanner import Scanner
+    from .engine.scanner import Scanner
 
     patterns: dict[str, list[str]] = {}
     toml_files: list[str] = []
@@ -71,7 +71,7 @@ def _build_scanner(exprs: Sequence[str], files: Sequence[str], signature_dirs: S
     kw: dict[str, Any] = dict(max_rows_per_signature=max_count, max_text=max_text,
                               caseless=ignore_case)
     if toml_files:
-        from .signatures import load_signatures
+        from .kb.signatures import load_signatures
 
         kb = load_signatures(toml_files, builtin=False)
         patterns = {**kb.patterns(), **patterns}
@@ -260,7 +260,7 @@ def _print_text(table: Any) -> None:
 
 
 def _print_json(result: Any) -> None:
-    from .scanner import MATCH_SCHEMA
+    from .engine.scanner import MATCH_SCHEMA
 
     out = sys.stdout
     schema = MATCH_SCHEMA.metadata[b"denpex.schema"].decode()
@@ -338,10 +338,10 @@ def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs
     on stdin.  Verdicts: failure, suspect, stopped, incomplete, no-failure-found.
     Exit status: 0 no failure found, 1 any other verdict, 2 usage or input error.
     """
-    from .diagnosis import diagnose
+    from .analysis.diagnosis import diagnose
+    from .engine.scanner import Scanner
     from .errors import DenpexError
     from .report import render_text, to_github, to_json, to_markdown, to_sarif
-    from .scanner import Scanner
 
     console = _stderr_console()
     dirs = [p for p in paths if p != "-" and os.path.isdir(p)]
@@ -524,8 +524,8 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
     Exit status: 0 when every job was indexed (files that could not be read
     are recorded in the manifest), 2 when a job failed or on a usage error.
     """
+    from .batch.index import IndexOptions, build_index
     from .errors import DenpexError
-    from .index import IndexOptions, build_index
 
     console = _stderr_console(quiet)
     err = _stderr_console()  # errors are shown even with -q
@@ -575,7 +575,7 @@ _FORMAT = click.Choice(["text", "json", "csv"])
 
 
 def _open_index_or_exit(index: str, unsafe: bool = False) -> Any:
-    from .query import open_index
+    from .batch.query import open_index
 
     try:
         return open_index(index, unsafe=unsafe)
@@ -601,7 +601,7 @@ def query_cmd(index: str, sql: str, fmt: str, unsafe: bool = False) -> None:
     """
     import duckdb
 
-    from .query import format_table
+    from .batch.query import format_table
 
     ix = _open_index_or_exit(index, unsafe)
     try:
@@ -624,7 +624,7 @@ def query_cmd(index: str, sql: str, fmt: str, unsafe: bool = False) -> None:
               help="Output as an aligned text table, a JSON array or CSV.")
 def report_cmd(index: str, which: str | None, fmt: str) -> None:
     """A ready-made report over INDEX (default: --top-causes)."""
-    from .query import format_table
+    from .batch.query import format_table
 
     ix = _open_index_or_exit(index)
     sys.stdout.write(format_table(ix.report(which or "top-causes"), fmt))
@@ -636,7 +636,7 @@ def signatures_group() -> None:
 
 
 def _kb(signature_dirs: tuple[str, ...]) -> Any:
-    from .signatures import load_signatures
+    from .kb.signatures import load_signatures
 
     return load_signatures(list(signature_dirs) or None, validate_patterns=False)
 
@@ -667,7 +667,7 @@ def signatures_list(framework: str | None, phase: str | None, role: str | None,
               help="Extra signature directory or file (repeatable).")
 def signatures_show(signature_id: str, signature_dirs: tuple[str, ...]) -> None:
     """Show one entry: patterns, root cause, fix, checklist, competing, verify, references."""
-    from .signatures import format_signature
+    from .kb.signatures import format_signature
 
     kb = _kb(signature_dirs)
     try:
@@ -690,7 +690,7 @@ def signatures_match(line: str, signature_dirs: tuple[str, ...]) -> None:
 
     Exit status 0 when something matched, 1 otherwise.
     """
-    from .scanner import Scanner
+    from .engine.scanner import Scanner
 
     kb = _kb(signature_dirs)
     scanner = Scanner(kb)
@@ -719,7 +719,7 @@ def signatures_check(paths: tuple[str, ...]) -> None:
     schema, Hyperscan compile, examples, references between entries.
     Exit status 0 when clean, 1 on problems.
     """
-    from .signatures import check_signatures
+    from .kb.signatures import check_signatures
 
     problems, notes, n = check_signatures(list(paths) or None)
     for p in problems:

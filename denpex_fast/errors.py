@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .scanner import ScanResult
+    from .engine.scanner import ScanResult
 
 
 class DenpexError(Exception):
@@ -86,7 +86,7 @@ class ScanError(DenpexError, OSError):
     """An input failed in strict mode.
 
     ``path`` names the input, ``errors`` lists every :class:`FileError`, and
-    ``partial`` is the :class:`~denpex_fast.scanner.ScanResult` with every row
+    ``partial`` is the :class:`~denpex_fast.engine.scanner.ScanResult` with every row
     found before (and besides) the failure, so nothing already found is lost.
     """
 

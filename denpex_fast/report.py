@@ -1,4 +1,4 @@
-"""Renderers for a :class:`~denpex_fast.diagnosis.Diagnosis`: text, Markdown, JSON.
+"""Renderers for a :class:`~denpex_fast.analysis.diagnosis.Diagnosis`: text, Markdown, JSON.
 
 The text form is what an engineer reads at 3 a.m.: the initiating event
 first (file, line, rank, host, the line itself), then the fix and the command
@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from .diagnosis import Diagnosis
+from .analysis.diagnosis import Diagnosis
 
 _TICKS = re.compile(r"`+")
 
@@ -77,7 +77,7 @@ def to_markdown(d: Diagnosis) -> str:
                   f"{i.rank if i.rank is not None else '?'} (host {i.host or '?'}) at "
                   f"{_md_code(shown(d, i.where()))} — confidence {d.confidence:.2f}", "",
                   "```text", i.text, "```", ""]
-    from .readback import lines_around
+    from .io.readback import lines_around
 
     around = lines_around(d, before=8, after=2)
     if around:
@@ -150,7 +150,7 @@ def render_text(d: Diagnosis, console: Any) -> None:
         head.append(f"\n{i.text}\n", style="yellow")
         head.append(f"confidence {d.confidence:.2f}", style="bold")
         console.print(Panel(head, title=f"{headline(d)}: initiating event", expand=True, box=box))
-        from .readback import lines_around
+        from .io.readback import lines_around
 
         for n, x in lines_around(d, before=8, after=2):
             console.print(f"{n:>7}{'>' if n == i.line else ' '} {x}", markup=False,

@@ -34,7 +34,7 @@ def json_schema(name: str) -> dict[str, Any]:
     if name == "diagnosis":
         text = files("denpex_fast").joinpath("schemas", "diagnosis.schema.json").read_text()
     elif name == "signatures":
-        from .signatures import builtin_signature_dir
+        from .kb.signatures import builtin_signature_dir
 
         text = (builtin_signature_dir() / "schema.json").read_text()
     else:
@@ -45,15 +45,15 @@ def json_schema(name: str) -> dict[str, Any]:
 def arrow_schema(name: str) -> pa.Schema:
     """The Arrow schema of a table the package produces."""
     if name == "matches":
-        from .scanner import MATCH_SCHEMA
+        from .engine.scanner import MATCH_SCHEMA
 
         return MATCH_SCHEMA
     if name == "rank-fates":
-        from .diagnosis import RANK_FATE_SCHEMA
+        from .analysis.diagnosis import RANK_FATE_SCHEMA
 
         return RANK_FATE_SCHEMA
     if name in ("manifest", "diagnosis-rows"):
-        from .index import DIAGNOSIS_SCHEMA, MANIFEST_SCHEMA
+        from .batch.index import DIAGNOSIS_SCHEMA, MANIFEST_SCHEMA
 
         return MANIFEST_SCHEMA if name == "manifest" else DIAGNOSIS_SCHEMA
     raise KeyError(f"no Arrow schema named {name!r} (known: matches, rank-fates, manifest, "

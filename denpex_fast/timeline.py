@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .causal import STEP_FIELDS, Event, field_number
+from .analysis.causal import STEP_FIELDS, Event, field_number
 
 LANE_H = 26
 LEFT = 110
@@ -44,8 +44,8 @@ def _t(e: Event) -> float | None:
 
 def lanes(d: Any) -> list[Lane]:
     """One :class:`Lane` per rank of the diagnosis, rank order."""
-    from .causal import failed_exit
-    from .incidents import marks as kb_marks
+    from .analysis.causal import failed_exit
+    from .analysis.incidents import marks as kb_marks
 
     out: dict[int, Lane] = {}
     events: list[Event] = list(getattr(d, "events", []) or [])
@@ -182,7 +182,7 @@ def to_html(d: Any, title: str = "denpex diagnosis") -> str:
                       f"{'safe' if resume.safe else 'NOT safe'}: {_esc(resume.reason)}</p>")
     inc = getattr(d, "initiating_incident", None)
     lines = ""
-    from .readback import lines_around
+    from .io.readback import lines_around
 
     around = lines_around(d)
     if around and init is not None:

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from backports import zstd  # noqa: E402
 
 from denpex_fast import _native  # noqa: E402
-from denpex_fast.scanner import Scanner  # noqa: E402
+from denpex_fast.engine.scanner import Scanner  # noqa: E402
 
 # name -> how to scan `data` with `scanner` (tmp dir given)
 ScanFn = Callable[[Scanner, bytes, Path], pa.Table]

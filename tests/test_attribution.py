@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from denpex_fast.attribution import Attribution, attribute, path_facts
-from denpex_fast.scanner import MATCH_SCHEMA, Scanner
+from denpex_fast.engine.scanner import MATCH_SCHEMA, Scanner
+from denpex_fast.facts.attribution import Attribution, attribute, path_facts
 
 UTC = dt.timezone.utc
 REPO = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from denpex_fast import _native
-from denpex_fast.baseline import first_divergence, template_set
+from denpex_fast.analysis.baseline import first_divergence, template_set
 
 CASES = Path(__file__).parent / "corpus" / "cases"
 

@@ -8,11 +8,11 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 
-from denpex_fast.causal import estimate_skew, rank_events
-from denpex_fast.diagnosis import diagnose_table
-from denpex_fast.ranker import FEATURE_NAMES
-from denpex_fast.scanner import MATCH_SCHEMA
-from denpex_fast.signatures import load_signatures
+from denpex_fast.analysis.causal import estimate_skew, rank_events
+from denpex_fast.analysis.diagnosis import diagnose_table
+from denpex_fast.analysis.ranker import FEATURE_NAMES
+from denpex_fast.engine.scanner import MATCH_SCHEMA
+from denpex_fast.kb.signatures import load_signatures
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 OOM = "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 2 has a total capacity of 79.15 GiB of which 2.31 GiB is free."
@@ -96,7 +96,7 @@ def test_clock_skew_is_estimated_and_corrected(kb) -> None:
             + [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "node1", "ts": 35.0, "line": 60, "file": "n1.log"},
                {"signature": "xid-79-fallen-off-bus", "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
                 "rank": 0, "host": "node0", "ts": 10.0, "line": 5, "file": "n0.log"}])
-    skew = estimate_skew(__import__("denpex_fast.causal", fromlist=["build_events"]).build_events(table(rows), kb))
+    skew = estimate_skew(__import__("denpex_fast.analysis.causal", fromlist=["build_events"]).build_events(table(rows), kb))
     off = skew.offsets["node1"] - skew.offsets["node0"]
     assert off == pytest.approx(30.0, abs=0.1)
     assert skew.bound < 1.0
@@ -118,7 +118,7 @@ def test_hosts_without_shared_events_have_unbounded_skew(kb) -> None:
     rows = [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "a", "ts": 5.0, "line": 1, "file": "a.log"},
             {"signature": "torch-elastic-child-failed", "text": "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
              "rank": None, "host": "b", "ts": 9.0, "line": 1, "file": "b.log"}]
-    skew = estimate_skew(__import__("denpex_fast.causal", fromlist=["build_events"]).build_events(table(rows), kb))
+    skew = estimate_skew(__import__("denpex_fast.analysis.causal", fromlist=["build_events"]).build_events(table(rows), kb))
     assert math.isinf(skew.bound)
 
 
@@ -171,7 +171,7 @@ def test_diagnosis_assembles_collateral_fix_and_rank_fates(kb) -> None:
 
 
 def test_context_runs_are_thinned_but_causes_kept(kb) -> None:
-    from denpex_fast.causal import thin_context
+    from denpex_fast.analysis.causal import thin_context
 
     steps = [{"signature": "ds-zero-reduce-bucket-size-info", "text": f"[Rank {r}] Reduce bucket size {i}",
               "rank": r, "host": "n0", "ts": float(i), "line": 10 * i + r} for i in range(500) for r in (0, 1)]
@@ -185,7 +185,7 @@ def test_context_runs_are_thinned_but_causes_kept(kb) -> None:
 
 
 def test_last_steps_from_file_tails(tmp_path) -> None:
-    from denpex_fast.progress import last_steps
+    from denpex_fast.analysis.progress import last_steps
 
     console = tmp_path / "console.log"
     console.write_text("".join(f"[rank{r}]: [INFO] [logging.py:96:log_dist] [Rank {r}] step={s}, skipped=0, lr=[0.1]\n"
@@ -254,7 +254,7 @@ def test_a_file_without_timestamps_is_ordered_by_name_not_put_last(kb) -> None:
 
 
 def test_step_lines_native_pass_reads_every_form_and_keeps_the_first_per_line():
-    from denpex_fast.progress import step_lines
+    from denpex_fast.analysis.progress import step_lines
 
     data = (b"a step=3 x\n[Rank 0] step=12, skipped=0, lr=[0.001] global_step=12\n"
             b" iteration      100/   10000 | consumed samples: 3200\nstepping the scheduler\n"

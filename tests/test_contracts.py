@@ -12,9 +12,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from corpus_eval import case_dirs, log_files
 
 import denpex_fast as dx
-from denpex_fast.evaluate import case_dirs, log_files
 from denpex_fast.report import to_github, to_json, to_sarif
 from denpex_fast.schema import NAMES, describe, json_schema
 

@@ -18,8 +18,8 @@ pytest.importorskip("distributed")
 pytest.importorskip("dask.dataframe")
 
 import denpex_fast as dx  # noqa: E402
-from denpex_fast.index import build_index  # noqa: E402
-from denpex_fast.scanner import Scanner  # noqa: E402
+from denpex_fast.batch.index import build_index  # noqa: E402
+from denpex_fast.engine.scanner import Scanner  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -56,7 +56,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     from distributed import Client
 
-    from denpex_fast.dask import local_cluster
+    from denpex_fast.batch.dask import local_cluster
 
     old = os.environ.get("DENPEX_CACHE_DIR")
     os.environ["DENPEX_CACHE_DIR"] = "off"  # workers inherit it: a compile would be visible

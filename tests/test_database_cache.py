@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from denpex_fast import _native, cache
-from denpex_fast.scanner import Scanner
+from denpex_fast.engine.scanner import Scanner
 
 PATS = {"a": ["CUDA out of memory"], "b": [r"Xid \d+"]}
 DATA = b"CUDA out of memory\nXid 79\n"

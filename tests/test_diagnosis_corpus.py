@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from corpus_eval import EvalReport, cross_validate, evaluate
 
-from denpex_fast.evaluate import EvalReport, cross_validate, evaluate
-from denpex_fast.ranker import FEATURE_NAMES, load_model
-from denpex_fast.scanner import Scanner
+from denpex_fast.analysis.ranker import FEATURE_NAMES, load_model
+from denpex_fast.engine.scanner import Scanner
 
 HERE = Path(__file__).parent
 GENERATED = HERE / "corpus" / "cases"
@@ -76,10 +76,11 @@ def test_blind_partition_is_scored_not_fitted(report: EvalReport) -> None:
 
 def test_shipped_model_is_fitted_on_dev(report: EvalReport) -> None:
     """The shipped weights do as well on the dev partition as a refit on it
-    today (``python -m denpex_fast.evaluate --fit`` refits them when the
+    today (``python -m corpus_eval --fit`` refits them when the
     knowledge base or the corpus changes), and name every feature."""
-    from denpex_fast.evaluate import _outcome
-    from denpex_fast.ranker import fit
+    from corpus_eval import _outcome
+
+    from denpex_fast.analysis.ranker import fit
 
     dev = report.subset("dev")
     w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])

@@ -16,9 +16,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from corpus_eval import _bare, log_files
 
 import denpex_fast as dx
-from denpex_fast.evaluate import _bare, log_files
 
 CASES = Path(__file__).parent / "corpus" / "cases"
 SAMPLE = ["008-sigkill-rank", "005-dataset-index-error", "014-ckpt-readonly-fs",

@@ -29,7 +29,7 @@ from click.testing import CliRunner
 
 import denpex_fast as dx
 from denpex_fast.cli import main as cli_main
-from denpex_fast.sources import display_name, path_from_display
+from denpex_fast.io.sources import display_name, path_from_display
 
 from scan_oracle import oracle, sort_rows, table_rows
 

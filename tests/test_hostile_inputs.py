@@ -23,11 +23,11 @@ from backports import zstd
 from click.testing import CliRunner
 
 import denpex_fast as dx
-import denpex_fast.sources as sources
+import denpex_fast.io.sources as sources
+from denpex_fast.batch.index import IndexOptions, build_index
 from denpex_fast.cli import main as cli_main
-from denpex_fast.index import IndexOptions, build_index
-from denpex_fast.scanner import Scanner
-from denpex_fast.sources import RAW_FEED, path_from_display
+from denpex_fast.engine.scanner import Scanner
+from denpex_fast.io.sources import RAW_FEED, path_from_display
 
 PATS = {"oom": "CUDA out of memory"}
 MiB = 1 << 20

@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 from index_helpers import FILLER, OOM, comparable, jobs_in, make_archive, tar_bytes
 
+from denpex_fast.batch.index import IndexOptions, build_index
+from denpex_fast.batch.query import open_index
 from denpex_fast.cli import main
-from denpex_fast.index import IndexOptions, build_index
-from denpex_fast.jobs import discover_jobs
-from denpex_fast.query import open_index
-from denpex_fast.scanner import Scanner
+from denpex_fast.engine.scanner import Scanner
+from denpex_fast.io.jobs import discover_jobs
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +283,7 @@ def test_process_pool_index_equals_thread_index(tmp_path: Path, scanner: Scanner
 def test_signature_set_pickles_for_workers() -> None:
     import pickle
 
-    from denpex_fast.signatures import load_signatures
+    from denpex_fast.kb.signatures import load_signatures
 
     kb = load_signatures(validate_patterns=False)
     back = pickle.loads(pickle.dumps(kb))
@@ -308,7 +308,7 @@ def test_index_does_not_read_itself(tmp_path: Path, scanner: Scanner) -> None:
 CHILD = textwrap.dedent("""
     import os, signal, sys
     from denpex_fast import index as ix
-    from denpex_fast.scanner import Scanner
+    from denpex_fast.engine.scanner import Scanner
     root, out, cache, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     n = [0]
     real = ix.IndexStore._rename
@@ -356,8 +356,8 @@ def test_sigkill_at_a_random_moment(tmp_path: Path, scanner: Scanner) -> None:
     root.mkdir()
     make_archive(root, n_extra=40)
     out = tmp_path / "index"
-    code = ("import sys; from denpex_fast.index import build_index; "
-            "from denpex_fast.scanner import Scanner; "
+    code = ("import sys; from denpex_fast.batch.index import build_index; "
+            "from denpex_fast.engine.scanner import Scanner; "
             "build_index(sys.argv[1], sys.argv[2], scanner=Scanner(cache_dir=sys.argv[3]), "
             "threads=2)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(root), str(out),

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 from index_helpers import comparable, make_archive
 
-from denpex_fast.index import IndexLockedError, IndexStore, build_index
-from denpex_fast.query import open_index
-from denpex_fast.scanner import Scanner
+from denpex_fast.batch.index import IndexLockedError, IndexStore, build_index
+from denpex_fast.batch.query import open_index
+from denpex_fast.engine.scanner import Scanner
 
 
 @pytest.fixture(scope="module")

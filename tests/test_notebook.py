@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 
 import denpex_fast as dx
-from denpex_fast.index import build_index
-from denpex_fast.scanner import MATCH_SCHEMA, Scanner
+from denpex_fast.batch.index import build_index
+from denpex_fast.engine.scanner import MATCH_SCHEMA, Scanner
 
 LOG = (b"2024-05-01 12:00:00 [rank3]: CUDA out of memory. Tried to allocate\n"
        b"2024-05-01 12:00:01 step=10 loss=1.0\n"

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from index_helpers import make_archive
 
 import denpex_fast as dx
+from denpex_fast.batch.index import build_index
+from denpex_fast.batch.query import format_table
 from denpex_fast.cli import main
-from denpex_fast.index import build_index
-from denpex_fast.query import format_table
-from denpex_fast.scanner import MATCH_SCHEMA, Scanner
+from denpex_fast.engine.scanner import MATCH_SCHEMA, Scanner
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from denpex_fast import Scanner
-from denpex_fast.readback import JobBytes
+from denpex_fast.io.readback import JobBytes
 
 LINES = [b"2024-05-01 12:00:00 start", b"step=1 loss=2.0", b"", b"worker waiting for peers", b"", b""]
 

@@ -13,10 +13,10 @@ import shlex
 from pathlib import Path
 
 import pytest
+from corpus_eval import case_dirs
 
 import denpex_fast as dx
-from denpex_fast.diagnosis import VERDICTS
-from denpex_fast.evaluate import case_dirs
+from denpex_fast.analysis.diagnosis import VERDICTS
 from denpex_fast.report import render_text, to_json, to_markdown
 
 HERE = Path(__file__).parent

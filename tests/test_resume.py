@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from corpus_eval import log_files
 from test_causal import OOM, table, watchdogs
 
 import denpex_fast as dx
-from denpex_fast.diagnosis import diagnose_table
-from denpex_fast.evaluate import log_files
-from denpex_fast.signatures import load_signatures
+from denpex_fast.analysis.diagnosis import diagnose_table
+from denpex_fast.kb.signatures import load_signatures
 
 SAVE = "2024-05-01 12:00:{s:02d},000 INFO node0 rank=0 train: checkpoint saved step={step} path=/ckpt/step{step}.pt"
 NAN = "[rank1]: FloatingPointError: non-finite loss nan at step 30 on rank 1"

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from denpex_fast import _native
-from denpex_fast.scanner import Scanner
+from denpex_fast.engine.scanner import Scanner
 
 from scan_oracle import oracle, sort_rows, table_rows
 

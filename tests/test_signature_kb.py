@@ -29,7 +29,7 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
-from denpex_fast.signatures import (
+from denpex_fast.kb.signatures import (
     ENV_VAR,
     SignatureError,
     SignatureSet,
@@ -80,7 +80,7 @@ def kb() -> SignatureSet:
 @pytest.fixture(scope="module")
 def scanner(kb: SignatureSet) -> Any:
     pytest.importorskip("denpex_fast._denpex_scan")  # skips only where the extension was not built
-    from denpex_fast.scanner import Scanner
+    from denpex_fast.engine.scanner import Scanner
 
     return Scanner(patterns=kb.patterns())
 
@@ -332,7 +332,7 @@ _QUANTITY_LIKE = re.compile(r"^(?:timeout|exit|exitcode|exit_status|exit_code_\w
 
 
 def test_every_extracted_field_is_typed_or_display_only(kb: SignatureSet) -> None:
-    from denpex_fast.causal import FIELD_VOCABULARY
+    from denpex_fast.analysis.causal import FIELD_VOCABULARY
 
     bad = [(sig.id, name) for sig in kb for name in sig.fields
            if name not in FIELD_VOCABULARY and _QUANTITY_LIKE.match(name)]
@@ -342,8 +342,8 @@ def test_every_extracted_field_is_typed_or_display_only(kb: SignatureSet) -> Non
 def test_typed_fields_are_consumed_by_the_ranking() -> None:
     import inspect
 
-    import denpex_fast.causal as causal
-    import denpex_fast.diagnosis as diagnosis
+    import denpex_fast.analysis.causal as causal
+    import denpex_fast.analysis.diagnosis as diagnosis
 
     consumed = set()
     for name in dir(causal):
@@ -357,7 +357,7 @@ def test_typed_fields_are_consumed_by_the_ranking() -> None:
 
 
 def test_typed_timeouts_are_parsed_with_their_unit(kb: SignatureSet) -> None:
-    from denpex_fast.causal import _stall_start, build_events
+    from denpex_fast.analysis.causal import _stall_start, build_events
 
     line = ("RuntimeError: Timed out initializing process group in store based barrier on rank 3, "
             "for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=7, timeout=0:30:00)")

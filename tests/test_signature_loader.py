@@ -19,7 +19,7 @@ import pytest
 
 import denpex_fast
 from denpex_fast import signatures as S
-from denpex_fast.signatures import (
+from denpex_fast.kb.signatures import (
     ENV_VAR,
     SignatureError,
     SignatureSet,
@@ -303,7 +303,7 @@ def test_nearest_pyproject_wins_even_without_table(tmp_path: Path, monkeypatch: 
 def test_bad_pyproject_setting_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.denpex_fast]\nsignatures = "kb"\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SignatureError, match=r"pyproject.toml: field 'tool.denpex_fast.signatures'"):
+    with pytest.raises(SignatureError, match=r"pyproject.toml: field 'tool.denpex_fast.kb.signatures'"):
         load_signatures(builtin=False, validate_patterns=False)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import denpex_fast as dx
-from denpex_fast.spool import needs_spool, spool
+from denpex_fast.io.spool import needs_spool, spool
 
 SAMPLE = Path(dx.__file__).parent / "samples" / "sample_job"
 

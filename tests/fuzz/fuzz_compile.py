@@ -15,7 +15,7 @@ import atheris
 
 with atheris.instrument_imports(include=["denpex_fast"]):  # our code only: faster
     import denpex_fast
-    from denpex_fast.scanner import Scanner
+    from denpex_fast.engine.scanner import Scanner
 
 # Regex fragments make valid-but-odd patterns likely; the rest is raw text.
 FRAGMENTS = ["(", ")", "[", "]", "{2,}", "{1,3}", "*", "+", "?", "|", "\\", "\\d", "\\w", "\\b",

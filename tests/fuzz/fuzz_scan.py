@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: scan_ora
 
 with atheris.instrument_imports(include=["denpex_fast"]):  # our code only: faster
     from denpex_fast import _native, sources
-    from denpex_fast.scanner import Scanner
+    from denpex_fast.engine.scanner import Scanner
 
 from scan_oracle import oracle, table_rows  # noqa: E402  (not instrumented: slow)
 

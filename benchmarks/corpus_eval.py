@@ -5,7 +5,7 @@ A corpus is a directory of cases; a case is a directory with the logs and a
 ``file`` (relative to the case), ``line``, ``text``; ``healthy``;
 optionally ``expected_verdict``)::
 
-    >>> from denpex_fast.evaluate import evaluate
+    >>> from corpus_eval import evaluate
     >>> report = evaluate(["tests/corpus/cases", "tests/corpus/public"])
     >>> report.summary("dev")["top1"]
 
@@ -25,7 +25,7 @@ the model on folds grouped by source thread (public cases) or generator
 fault (generated cases), so a case is always scored by weights fitted
 without its group.
 
-``python -m denpex_fast.evaluate --fit CORPUS...`` refits the shipped model
+``python -m corpus_eval --fit CORPUS...`` refits the shipped model
 (``denpex_fast/ranking_model.json``) on the dev partition, with its
 calibration and ``failure``/``suspect`` threshold taken out of fold.
 """
@@ -206,7 +206,7 @@ def grep_first(case: Path) -> tuple[str, int, str, int | None] | None:
     the anchor a user already has."""
     import pyarrow as pa
 
-    from .attribution import line_facts, path_facts
+    from denpex_fast.facts.attribution import line_facts, path_facts
 
     for f in log_files(case):
         try:
@@ -255,7 +255,7 @@ def _expected(truth: dict[str, Any]) -> str:
 
 def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     """Diagnose one case and compare with its truth."""
-    from .diagnosis import diagnose
+    from denpex_fast.analysis.diagnosis import diagnose
 
     truth = json.loads((case / "truth.json").read_text())
     init = truth.get("initiating") or {}
@@ -341,7 +341,7 @@ def _failure_class(truth: dict[str, Any]) -> str:
 
 def evaluate(roots: Iterable[str | os.PathLike[str]], scanner: Any = None) -> EvalReport:
     """Evaluate every case under ``roots`` with the shipped model."""
-    from .scanner import Scanner
+    from denpex_fast.engine.scanner import Scanner
 
     scanner = scanner or Scanner()
     return EvalReport([evaluate_case(c, scanner) for c in case_dirs(roots)])
@@ -354,7 +354,7 @@ def _outcome(r: CaseResult, w: np.ndarray) -> tuple[bool, bool, bool, float, int
     re-ranked with weights ``w`` (the verdict logic around the model is fixed)."""
     if r.X is None or not len(r.X):
         return r.right, r.downstream_blamed, r.called_healthy, 0.0, None
-    from .ranker import probabilities
+    from denpex_fast.analysis.ranker import probabilities
 
     s = r.X @ w
     top = int(np.argmax(s))
@@ -374,9 +374,9 @@ def cross_validate(results: Sequence[CaseResult], k: int = 5,
                    ) -> tuple[dict[str, tuple[bool, bool, bool]], dict[str, float]]:
     """Out-of-fold outcome and top probability per case, folds grouped by
     :attr:`CaseResult.group`; ``conf_features`` (when given) receives each
-    failed case's :func:`~denpex_fast.ranker.confidence_features` under the
+    failed case's :func:`~denpex_fast.analysis.ranker.confidence_features` under the
     weights of the folds that did not hold it."""
-    from .ranker import confidence_features, fit
+    from denpex_fast.analysis.ranker import confidence_features, fit
 
     fold = _folds([r.group for r in results], k)
     outcome: dict[str, tuple[bool, bool, bool]] = {}
@@ -432,7 +432,7 @@ def oof_confidence(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
     """Each failed case's confidence from a confidence model fitted without its
     group (for the reliability table of cross-validation); ``l2``: the
     model's L2 strength (default: chosen by :func:`confidence_l2`)."""
-    from .ranker import fit_confidence, sigmoid
+    from denpex_fast.analysis.ranker import fit_confidence, sigmoid
 
     if l2 is None:
         l2 = confidence_l2(results, feats, outcome, k)
@@ -453,7 +453,7 @@ def oof_confidence(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
 
 def refit(report: EvalReport, k: int = 5) -> dict[str, Any]:
     """The model fitted on the dev partition, calibrated and thresholded out of fold."""
-    from .ranker import (
+    from denpex_fast.analysis.ranker import (
         FEATURE_NAMES,
         Model,
         fit,
@@ -481,7 +481,7 @@ def refit(report: EvalReport, k: int = 5) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m denpex_fast.evaluate [--fit] CORPUS...``"""
+    """``python -m corpus_eval [--fit] CORPUS...``"""
     import argparse
 
     ap = argparse.ArgumentParser(description="Evaluate the diagnosis on labelled corpora.")
@@ -501,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
         print(part, json.dumps(rep.summary(part)))
     if a.fit:
         doc = refit(rep)
-        out = Path(__file__).with_name("ranking_model.json")
+        out = Path(__file__).resolve().parent.parent / "denpex_fast" / "ranking_model.json"
         out.write_text(json.dumps(doc, indent=1) + "\n")
         print(f"wrote {out}")
     return 0

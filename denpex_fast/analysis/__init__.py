@@ -1,0 +1,1 @@
+"""Diagnosis: incidents, progress, baseline, the causal ranking and its assembly."""

@@ -1,0 +1,118 @@
+"""Healthy-baseline comparison: the first line a failed run printed that a
+healthy run of the same job never printed.
+
+Every line is reduced to a template (numbers, hex ids and absolute paths
+masked) and hashed in C in one pass; the healthy run's templates form a set,
+and each file of the failed run reports its first lines whose template is not
+in the set.  Timestamps, ranks, PIDs, losses and step counters are masked, so
+what remains is what the job *did* differently::
+
+    >>> from denpex_fast.analysis.baseline import first_divergence
+    >>> first_divergence(["failed_job/"], ["healthy_job/"]).to_pylist()[0]
+    {'file': 'failed_job/rank2.log', 'line': 812, 'offset': 90211, 'text': 'Traceback ...'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from ..engine import _native
+from ..errors import FileError, file_error_from_os
+from ..io.sources import CorruptInput, Input, LimitExceeded, open_reader, resolve_inputs
+
+CHUNK = 4 << 20
+MAX_TEXT = 1024
+
+DIVERGENCE_SCHEMA = pa.schema([
+    pa.field("file", pa.string()),
+    pa.field("line", pa.uint64()),
+    pa.field("offset", pa.uint64()),
+    pa.field("text", pa.string()),
+])
+
+
+def _chunks(inp: Input, errors: list[FileError]) -> Iterator[tuple[bytearray, int, int]]:
+    """(buffer, length, base_offset) over whole lines of ``inp``."""
+    try:
+        reader = open_reader(inp)
+    except OSError as exc:
+        errors.append(file_error_from_os(inp.name, exc))
+        return
+    buf = bytearray(CHUNK)
+    fill = base = 0
+    try:
+        while True:
+            mv = memoryview(buf)
+            try:
+                n = reader.readinto(mv[fill:])
+            except (CorruptInput, LimitExceeded, OSError) as exc:
+                errors.append(FileError(inp.name, "corrupt", str(exc)))
+                n = 0
+            finally:
+                mv.release()
+            if n == 0:
+                if fill:
+                    yield buf, fill, base
+                return
+            fill += n
+            cut = buf.rfind(b"\n", 0, fill) + 1
+            if cut == 0:
+                if fill == len(buf):
+                    bigger = bytearray(2 * len(buf))  # one long line: grow (a new
+                    bigger[:fill] = buf[:fill]          # buffer: views of the old may live)
+                    buf = bigger
+                continue
+            yield buf, cut, base
+            base += cut
+            rest = fill - cut
+            buf[:rest] = buf[cut:fill]
+            fill = rest
+    finally:
+        reader.close()
+
+
+def template_set(paths: Any, errors: list[FileError] | None = None) -> _native.TemplateSet:
+    """The templates of every line of ``paths`` (a healthy run)."""
+    errs = errors if errors is not None else []
+    inputs, bad = resolve_inputs([paths] if isinstance(paths, str) else paths)
+    errs.extend(bad)
+    known = _native.TemplateSet()
+    for inp in inputs:
+        for buf, length, _ in _chunks(inp, errs):
+            known.add_lines(buf, length)
+    return known
+
+
+def first_divergence(paths: Any, baseline: Any, *, per_file: int = 20,
+                     errors: list[FileError] | None = None) -> pa.Table:
+    """Per file of ``paths``, the first ``per_file`` lines whose template the
+    baseline (paths of a healthy run, or a template set) never printed."""
+    errs = errors if errors is not None else []
+    known = baseline if isinstance(baseline, _native.TemplateSet) else template_set(baseline, errs)
+    inputs, bad = resolve_inputs([paths] if isinstance(paths, str) else paths)
+    errs.extend(bad)
+    rows: dict[str, list[Any]] = {"file": [], "line": [], "offset": [], "text": []}
+    for inp in inputs:
+        seen = _native.TemplateSet()
+        line_base = 0
+        found = 0
+        for buf, length, base in _chunks(inp, errs):
+            lines, offsets, _, nl = known.new_lines(seen, buf, length, base_offset=base,
+                                                    base_line=line_base, cap=per_file - found)
+            for ln, off in zip(lines.tolist(), offsets.tolist()):
+                start = off - base
+                end = buf.find(b"\n", start, length)
+                end = length if end < 0 else end
+                text = bytes(buf[start:min(end, start + MAX_TEXT)]).rstrip(b"\r")
+                rows["file"].append(inp.name)
+                rows["line"].append(ln)
+                rows["offset"].append(off)
+                rows["text"].append(text.decode("utf-8", "replace"))
+            found += len(lines)
+            line_base += nl
+            if found >= per_file:
+                break
+    return pa.table(rows, schema=DIVERGENCE_SCHEMA)

@@ -1,0 +1,1010 @@
+"""Causal first-anomaly ranking over an attributed match table.
+
+Given the matches of one job (rank, host and ts filled by
+:mod:`denpex_fast.facts.attribution`) and the knowledge base, decide which event
+initiated the failure and which events are only its consequences::
+
+    >>> ranking = rank_events(attributed_table, kb)
+    >>> ranking.initiating.signature, ranking.initiating.rank
+    ('cuda-oom', 2)
+
+How the initiating incident is chosen:
+
+1. Hosts' clocks disagree.  Events every rank prints at about the same moment
+   (the same NCCL collective timing out on many ranks, the same step) give a
+   per-host offset and an uncertainty bound (:func:`estimate_skew`).  Within
+   one file, line order is time order; a line without a timestamp takes the
+   time of the nearest timestamped line around it.
+2. Matched lines are grouped into incidents (:mod:`denpex_fast.analysis.incidents`):
+   a traceback with its exception lines, an NCCL WARN chain with its
+   ``Last error:`` detail, a ChildFailedError record.  An incident is named
+   by its deepest cause.
+3. Ranks can also be suspected from absence: the rank that never entered
+   the collective the others time out in (NCCL SeqNum / enqueue counts, or
+   the one rank missing from the timeouts), the rank whose progress stopped
+   first.  These are candidates too.
+4. Every candidate gets features (:mod:`denpex_fast.analysis.ranker`): its tier
+   (specific cause, own symptom, open-world line, wrapper, collateral),
+   earliness after clock correction, whether it came after the moment the
+   timeouts point back to (a timeout of T at t says the stall began near
+   t - T), whether it explains the symptoms seen, how many ranks print the
+   same line, ...  The highest ``w . f`` wins; the weights are fitted out of
+   fold on the labelled corpus.
+5. Verdicts: ``failure`` (named, probability above the fitted threshold),
+   ``suspect`` (named, below it, or a rank suspected from absence),
+   ``stopped`` (progress, then the logs end with no error and no completion
+   line), ``no-failure-found`` (no error-like line at all).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..analysis.incidents import (
+    TIER_COLLATERAL,
+    TIER_NAMES,
+    TIER_OPEN,
+    TIER_OWN_SYMPTOM,
+    Incident,
+    assemble,
+    caused_by,
+    marks,
+    template,
+)
+
+SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
+
+#: The typed fields the ranking reads, with their meaning and unit.  Every
+#: other ``fields`` entry of the knowledge base is display-only (quoted in
+#: the fix); ``tests/test_signature_kb.py`` holds the two lists together.
+FIELD_VOCABULARY: dict[str, str] = {
+    "timeout_ms": "a timeout, in milliseconds",
+    "timeout_s": "a timeout, in seconds",
+    "timeout_hms": "a timeout as H:MM:SS",
+    "exit_code": "a process exit status (negative: killed by that signal)",
+    "signal": "a signal name (SIGTERM) or number",
+    "seqnum": "a collective's sequence number",
+    "seq": "a collective's sequence number",
+    "work": "the NCCL work (collective) number a watchdog timed out on",
+    "last_enqueued": "the last NCCL work a rank enqueued",
+    "last_completed": "the last NCCL work a rank completed",
+    "step": "a training step",
+    "iteration": "a training iteration",
+    "global_step": "a training step",
+}
+TIMEOUT_MS_FIELDS = ("timeout_ms",)
+TIMEOUT_S_FIELDS = ("timeout_s",)
+TIMEOUT_HMS_FIELDS = ("timeout_hms",)
+SEQ_FIELDS = ("seqnum", "seq", "work")
+LAST_ENQUEUED_FIELDS = ("last_enqueued",)
+LAST_COMPLETED_FIELDS = ("last_completed",)
+STEP_FIELDS = ("step", "iteration", "global_step")
+EXIT_FIELDS = ("exit_code",)
+SIGNAL_FIELDS = ("signal",)
+
+DEFAULT_SKEW_FLOOR_S = 0.5  # two events closer than this are never called ordered across hosts
+
+AGENT_SIGTERM_CODES = frozenset({-15, 143})
+
+
+@dataclass
+class Event:
+    """One match with what the ranking needs to know about it."""
+
+    index: int                 # row in the match table
+    signature: str
+    role: str
+    severity: str
+    phase: str
+    file: str
+    line: int
+    text: str
+    rank: int | None
+    host: str | None
+    ts: datetime | None        # as attributed (host clock)
+    fields: dict[str, str] = field(default_factory=dict)
+    t: float | None = None     # corrected seconds since the epoch (skew applied)
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "signature": self.signature, "role": self.role, "severity": self.severity,
+            "rank": self.rank, "host": self.host, "file": self.file, "line": self.line,
+            "ts": self.ts.isoformat() if self.ts else None, "text": self.text,
+            "fields": dict(self.fields),
+        }
+
+
+@dataclass
+class Skew:
+    """Per-host clock offsets (seconds to subtract) and the uncertainty bound."""
+
+    offsets: dict[str, float]
+    bound: float                          # seconds; inf when hosts share no event
+    evidence: list[str] = field(default_factory=list)
+
+    def correct(self, host: str | None, t: float) -> float:
+        return t - self.offsets.get(host or "", 0.0)
+
+
+@dataclass
+class Ranking:
+    """The ranking's verdict and the evidence behind it."""
+
+    initiating: Event | None
+    confidence: float
+    reasons: list[str]
+    verdict: str              # "failure" | "suspect" | "stopped" | "no-failure-found"
+    suspect_rank: int | None = None            # the rank of the top candidate
+    candidates: list[Event] = field(default_factory=list)   # other candidates, best first
+    indistinguishable: list[Event] = field(default_factory=list)
+    skew: Skew | None = None
+    events: list[Event] = field(default_factory=list)
+    stall_start: float | None = None
+    incidents: list[Incident] = field(default_factory=list)  # the candidates, in feature order
+    features: np.ndarray | None = None
+    top: int | None = None                     # index of the chosen candidate
+    probability: float = 0.0                   # its softmax probability
+    stopped_after: Event | None = None         # verdict "stopped": the last progress line
+
+    @property
+    def incident(self) -> Incident | None:
+        """The initiating incident (all its lines), when one was named."""
+        return self.incidents[self.top] if self.top is not None else None
+
+
+def field_number(fields: dict[str, str], names: Sequence[str]) -> float | None:
+    """The first number in the first of ``names`` an event's fields hold."""
+    for n in names:
+        v = fields.get(n)
+        if v is None:
+            continue
+        m = re.search(r"-?\d+(?:\.\d+)?", v)
+        if m:
+            return float(m.group())
+    return None
+
+
+def thin_context(table: pa.Table, kb: Any, keep: int = 8) -> pa.Table:
+    """Drop the middle of long runs of context rows (vectorised).
+
+    Step and progress lines can be tens of thousands of rows; the ranking only
+    needs the first rows of each (file, signature, rank) run (shared events
+    for clock skew) and the last ones (where progress stopped).  Cause and
+    symptom rows are all kept.
+    """
+    n = table.num_rows
+    if n <= 4 * keep:
+        return table
+    import numpy as np
+    import pyarrow.compute as pc
+
+    sig_col = table.column("signature").combine_chunks()
+    names = sig_col.dictionary.to_pylist()
+    is_ctx_dict = np.array([_role(kb, x) == "context" for x in names], dtype=bool)
+    sig_idx = sig_col.indices.to_numpy(zero_copy_only=False)
+    ctx = is_ctx_dict[sig_idx]
+    if ctx.sum() <= 4 * keep:
+        return table
+    file_idx = table.column("file").combine_chunks().indices.to_numpy(zero_copy_only=False)
+    rank = pc.fill_null(table.column("rank"), -1).to_numpy().astype(np.int64)
+    line = table.column("line").to_numpy()
+    order = np.lexsort((line, rank, sig_idx, file_idx))
+    key = np.stack([file_idx[order], sig_idx[order], rank[order]])
+    new_group = np.r_[True, np.any(key[:, 1:] != key[:, :-1], axis=0)]
+    start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
+    end = np.r_[np.flatnonzero(new_group)[1:], n]
+    end = end[np.cumsum(new_group) - 1]
+    pos = np.arange(n) - start
+    keep_sorted = (pos < keep) | (end - np.arange(n) <= keep) | ~ctx[order]
+    mask = np.zeros(n, dtype=bool)
+    mask[order] = keep_sorted
+    return table.filter(pa.array(mask))
+
+
+def _role(kb: Any, sig_id: str) -> str:
+    try:
+        return str(kb[sig_id].role)
+    except KeyError:
+        return "context"
+
+
+def build_events(table: pa.Table, kb: Any) -> list[Event]:
+    """Events for every row of ``table`` whose signature the knowledge base knows.
+
+    Field extraction runs only on rows whose signature declares fields.
+    """
+    cols = table.select(["file", "line", "signature", "text", "rank", "host", "ts"]).to_pydict()
+    events: list[Event] = []
+    for i, sig_id in enumerate(cols["signature"]):
+        try:
+            sig = kb[sig_id]
+        except KeyError:
+            role, severity, phase, fields = "context", "info", "", {}
+        else:
+            role, severity, phase = sig.role, sig.severity, sig.phase
+            fields = sig.extract_fields(cols["text"][i]) if sig.fields else {}
+        events.append(Event(i, sig_id, role, severity, phase, cols["file"][i], cols["line"][i],
+                            cols["text"][i], cols["rank"][i], cols["host"][i], cols["ts"][i],
+                            fields))
+    return events
+
+
+def estimate_skew(events: Sequence[Event]) -> Skew:
+    """Per-host clock offsets from events that many hosts print together.
+
+    A group is (signature, SeqNum or step) for events on at least two hosts;
+    each host contributes its earliest timestamp in the group.  The offset of
+    a host is the median difference to the reference host (the host with the
+    most grouped events) over shared groups; the bound is the largest
+    residual, never below ``DEFAULT_SKEW_FLOOR_S``.
+    """
+    hosts = {e.host for e in events if e.host is not None and e.ts is not None}
+    if len(hosts) <= 1:
+        return Skew({h: 0.0 for h in hosts}, DEFAULT_SKEW_FLOOR_S)
+    groups: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for e in events:
+        if e.host is None or e.ts is None or e.role == "cause":
+            continue  # causes are what we order; they must not calibrate the clocks
+        key = field_number(e.fields, SEQ_FIELDS)
+        if key is None:
+            key = field_number(e.fields, STEP_FIELDS)
+        gk = (e.signature, "" if key is None else repr(key))
+        t = e.ts.timestamp()
+        prev = groups[gk].get(e.host)
+        groups[gk][e.host] = t if prev is None else min(prev, t)
+    shared = {k: v for k, v in groups.items() if len(v) >= 2}
+    if not shared:
+        return Skew({h: 0.0 for h in hosts}, math.inf,
+                    ["no event is shared by two hosts: cross-host order is unknown"])
+    count: dict[str, int] = defaultdict(int)
+    for v in shared.values():
+        for h in v:
+            count[h] += 1
+    ref = max(sorted(count), key=lambda h: count[h])
+    diffs: dict[str, list[float]] = defaultdict(list)
+    for v in shared.values():
+        if ref in v:
+            for h, t in v.items():
+                diffs[h].append(t - v[ref])
+    offsets = {h: _median(d) for h, d in diffs.items()}
+    residual = max((abs(x - offsets[h]) for h, d in diffs.items() for x in d), default=0.0)
+    unlinked = sorted(hosts - set(offsets))
+    evidence = [f"clock offsets from {len(shared)} event group(s) shared across hosts "
+                f"(reference {ref})"]
+    evidence += [f"host {h}: {offsets[h]:+.3f} s" for h in sorted(offsets) if h != ref
+                 and abs(offsets[h]) >= 0.001]
+    bound = max(residual, DEFAULT_SKEW_FLOOR_S)
+    if unlinked:
+        evidence.append(f"no shared event links host(s) {', '.join(unlinked)} to {ref}")
+        bound = math.inf
+    for h in unlinked:
+        offsets[h] = 0.0
+    return Skew(offsets, bound, evidence)
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def _order_key(e: Event, file_rank: dict[str, int]) -> tuple[float, int, int]:
+    # corrected time first; same file: line order; no time at all: after timed events
+    t = e.t if e.t is not None else math.inf
+    return (t, file_rank.get(e.file, 0), e.line)
+
+
+def _stall_start(events: Sequence[Event]) -> tuple[float | None, list[str]]:
+    """Earliest t - T over symptoms that report a timeout T."""
+    best: float | None = None
+    notes = []
+    for e in events:
+        if e.role != "symptom" or e.t is None:
+            continue
+        ms = field_number(e.fields, TIMEOUT_MS_FIELDS)
+        secs = ms / 1000 if ms is not None else field_number(e.fields, TIMEOUT_S_FIELDS)
+        hms = e.fields.get(TIMEOUT_HMS_FIELDS[0], "")
+        if secs is None and re.fullmatch(r"\d+:\d\d:\d\d(?:\.\d+)?", hms):
+            h, m, sec = hms.split(":")
+            secs = int(h) * 3600 + int(m) * 60 + float(sec)
+        if secs is None or secs <= 0:
+            continue
+        start = e.t - secs
+        if best is None or start < best:
+            best = start
+            notes = [f"{e.signature} at {e.where()} reports a {secs:g} s timeout: "
+                     f"the stall began near {datetime.fromtimestamp(start, tz=timezone.utc).isoformat()}"]
+    return best, notes
+
+
+def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int],
+                      kb: Any = None) -> tuple[int | None, list[str]]:
+    """A rank that never entered the collective the others time out in."""
+    by_seq: dict[float, set[int]] = defaultdict(set)
+    enqueued: dict[int, float] = {}
+    completed: dict[int, float] = {}
+    for e in events:
+        if e.rank is None:
+            continue
+        seq = field_number(e.fields, SEQ_FIELDS)
+        if seq is not None and e.role == "symptom":
+            by_seq[seq].add(e.rank)
+        enq = field_number(e.fields, LAST_ENQUEUED_FIELDS)
+        if enq is not None:
+            enqueued[e.rank] = max(enqueued.get(e.rank, -1), enq)
+        done = field_number(e.fields, LAST_COMPLETED_FIELDS)
+        if done is not None:
+            completed[e.rank] = max(completed.get(e.rank, -1), done)
+    if not by_seq:
+        # no SeqNum: the ranks that report a communication (or rendezvous)
+        # timeout were waiting; the one known rank that reports none is the suspect
+        by_sig: dict[str, set[int]] = defaultdict(set)
+        for e in events:
+            if e.role == "symptom" and e.phase in ("communication", "rendezvous") and e.rank is not None:
+                by_sig[e.phase].add(e.rank)
+        waiting_any = set().union(*by_sig.values()) if by_sig else set()
+        # with env:// or tcp:// initialisation rank 0 hosts the store: when
+        # the others cannot even connect to it and it printed nothing, it is
+        # the one that never came up
+        reach = {e.rank for e in events if e.rank is not None
+                 and "unreachable" in marks(kb, e.signature)}
+        if len(reach) >= 2 and sorted(known_ranks - reach - waiting_any) == [0]:
+            return 0, [f"{len(reach)} ranks cannot connect to the store; rank 0, which hosts it "
+                       f"with env:// initialisation, printed no error: it never came up"]
+        if not by_sig:
+            return None, []
+        sig, waiting = max(by_sig.items(), key=lambda kv: len(kv[1]))
+        sig = f"a {sig} timeout"
+        silent = sorted(known_ranks - waiting)
+        if len(waiting) >= 2 and len(silent) == 1:
+            return silent[0], [f"{len(waiting)} ranks report {sig}; rank {silent[0]} does not: "
+                               f"the others were waiting for it"]
+        if (len(waiting) >= 2 and len(silent) == 2 and silent[0] == 0
+                and sig == "a rendezvous timeout"):
+            # with env:// or tcp:// initialisation rank 0 hosts the store: it
+            # waits on the server side, without the clients' timeout message
+            return silent[1], [f"{len(waiting)} ranks report {sig}; ranks 0 and {silent[1]} do "
+                               f"not, and rank 0 hosts the store: the others were waiting "
+                               f"for rank {silent[1]}"]
+        return None, []
+    seq, waiting = max(by_seq.items(), key=lambda kv: (len(kv[1]), -kv[0]))
+    if enqueued:
+        top = max(enqueued.values())
+        behind = sorted(r for r, v in enqueued.items() if v < top)
+        if len(behind) == 1:
+            return behind[0], [f"rank {behind[0]} enqueued NCCL work {enqueued[behind[0]]:g}, "
+                               f"the other ranks {top:g}: it never entered the collective"]
+    if completed:
+        top = max(completed.values())
+        behind = sorted(r for r, v in completed.items() if v < top)
+        if len(behind) == 1:
+            return behind[0], [f"rank {behind[0]} completed NCCL work {completed[behind[0]]:g}, "
+                               f"the other ranks {top:g}: it fell behind first"]
+    silent = sorted(known_ranks - waiting)
+    if len(waiting) >= 2 and len(silent) == 1:
+        return silent[0], [f"{len(waiting)} ranks time out in collective SeqNum {seq:g}; "
+                           f"rank {silent[0]} does not: it never entered it"]
+    return None, []
+
+
+def _progress_suspect(events: Sequence[Event],
+                      progress: dict[int, int] | None = None) -> tuple[int | None, list[str]]:
+    """The rank whose last progress line shows the lowest step."""
+    last: dict[int, float] = {r: float(s) for r, s in (progress or {}).items()}
+    for e in events:
+        step = field_number(e.fields, STEP_FIELDS)
+        if e.rank is not None and step is not None:
+            last[e.rank] = max(last.get(e.rank, -1), step)
+    if len(last) < 2:
+        return None, []
+    low = min(last.values())
+    laggards = [r for r, s in last.items() if s == low]
+    if len(laggards) == 1 and max(last.values()) > low:
+        r = laggards[0]
+        return r, [f"rank {r} stopped making progress first (last step {low:g}, "
+                   f"others reached {max(last.values()):g})"]
+    return None, []
+
+
+def _monotone_per_file(events: Sequence[Event]) -> None:
+    """A file is written in order: a later line never happened earlier.
+
+    Printed timestamps can be coarser (whole seconds), lag behind the write
+    (buffering) or be missing; the running maximum per file keeps every
+    event's time consistent with the order the file was written in.
+    """
+    by_file: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        by_file[e.file].append(e)
+    for evs in by_file.values():
+        evs.sort(key=lambda e: e.line)
+        running: float | None = None
+        for e in evs:
+            if e.t is None:
+                e.t = running
+            elif running is not None and e.t < running:
+                e.t = running
+            else:
+                running = e.t
+        # lines before the first timestamp were written no later than it
+        first = next((e.t for e in evs if e.t is not None), None)
+        for e in evs:
+            if e.t is not None:
+                break
+            e.t = first
+
+
+def ranks_from_paths(files: Iterable[str]) -> set[int]:
+    """Ranks that input file paths name (``attempt_0/3/stderr.log``, ``rank3.log``)."""
+    try:
+        from ..facts.attribution import path_facts
+    except ImportError:  # pragma: no cover - attribution ships with the package
+        return set()
+    out = set()
+    for f in files:
+        r = path_facts(f).rank
+        if r is not None:
+            out.add(r)
+    return out
+
+
+def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
+                progress: dict[int, int] | None = None, model: Any = None,
+                novel: set[tuple[str, int]] | None = None, reader: Any = None) -> Ranking:
+    """Rank the incidents of one job with the scored model; see the module docstring.
+
+    ``progress``: the last step per rank (:func:`denpex_fast.analysis.progress.last_steps`);
+    ``model``: a :class:`denpex_fast.analysis.ranker.Model` (default: the shipped one);
+    ``novel``: (file, line) of lines whose template a healthy baseline never printed;
+    ``reader``: the job's :class:`denpex_fast.io.readback.JobBytes`, for the last
+    line of a rank that went silent (a rank that printed no error at all).
+    """
+    from ..analysis.ranker import load_model
+
+    model = model or load_model()
+    events = build_events(thin_context(table, kb), kb) if events is None else events
+    skew = estimate_skew(events)
+    for e in events:
+        e.t = skew.correct(e.host, e.ts.timestamp()) if e.ts is not None else None
+    _monotone_per_file(events)
+    stall, stall_notes = _stall_start(events)
+    known_ranks = {e.rank for e in events if e.rank is not None}
+    if table.num_rows:
+        known_ranks |= ranks_from_paths(file_names(table))
+    if reader is not None:  # files with no match name their rank too
+        known_ranks |= {r for r in _file_ranks(reader.labels(), events).values()}
+    hidden = shadowed(events, kb)
+    live = [e for e in events if e.index not in hidden]
+    _global_ranks(live)
+    _pid_ranks(live)
+    device_note = _device_ranks(live) if not known_ranks else None
+    cands = assemble(live, kb, exit_code=failed_exit)
+    specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
+    bound = skew.bound if math.isfinite(skew.bound) else 1.0
+    virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
+    for c in cands:
+        if "anonymous-exit" in marks(kb, c.head.signature):
+            # the line does not say which worker failed.  A signal or an exit
+            # code of the program's own is the suspect's death; code 1 is what
+            # every peer dies with after an exception (a timeout waiting for it)
+            code = field_number(c.head.fields, EXIT_FIELDS)
+            c.rank = virtual[0].rank if virtual and code is not None and int(code) != 1 else None
+    virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, cands,
+                                reader, kb)
+    # a rank that could not reach the silent suspect reports its absence
+    silent = {v.rank for v in virtual if v.extra.get("silent_suspect")}
+    for c in cands:
+        if (silent and c.rank not in silent and c.head is not None
+                and "unreachable" in marks(kb, c.head.signature)):
+            c.tier = TIER_COLLATERAL
+    cands += virtual
+    X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
+    clock = list(skew.evidence) + stall_notes
+    completed = any("completion" in marks(kb, e.signature) for e in events)
+    if not cands:
+        stop = None if completed else (_last_progress(events) or _last_marked(events, kb, "start"))
+        if stop is not None:
+            why = [f"stopped after {stop.where()}"
+                   + (f" (rank {stop.rank})" if stop.rank is not None else "")
+                   + ": the job started and made progress, then its logs end without a completion line"
+                   " and without an error"]
+            return Ranking(None, 0.0, why + clock, "stopped", skew=skew, events=events,
+                           stall_start=stall, stopped_after=stop)
+        why = ["no error-like line and no stop before completion"]
+        return Ranking(None, 0.0, why + clock, "no-failure-found", skew=skew, events=events,
+                       stall_start=stall)
+    probs = model.probabilities(X)
+    order = np.argsort(-model.score(X), kind="stable")
+    top = cands[int(order[0])]
+    p_top = float(probs[order[0]])
+    virtual = top.extra.get("virtual")
+    first = top.head
+    verdict = "failure" if p_top >= model.threshold and not virtual else "suspect"
+    reasons = _evidence(top, first, virtual, X[order[0]], model)
+    tie = [c.head for c in (cands[int(i)] for i in order[1:6])
+           if c.head is not None and first is not None and c.tier <= TIER_OWN_SYMPTOM
+           and c.t is not None and top.t is not None and c.host != top.host
+           and abs(c.t - top.t) <= skew.bound and c.head.signature != first.signature]
+    if first is not None:
+        reasons += _attempt_note(first, events)
+        if device_note and first.rank is not None and _NCCL_DEVICE.search(first.text):
+            reasons.append(device_note)
+    if tie:
+        reasons.append(
+            "indistinguishable: " + ", ".join(f"{c.signature} on host {c.host} ({c.where()})"
+                                              for c in tie[:3])
+            + f" happened within the clock-skew bound ({skew.bound:.2f} s) of the first one")
+    others = [cands[int(i)].head for i in order[1:] if cands[int(i)].head is not None
+              and cands[int(i)].tier <= TIER_OPEN]
+    return Ranking(first, model.confidence_for(X), reasons + clock, verdict,
+                   suspect_rank=top.rank, candidates=_dedupe(o for o in others if o is not first),
+                   indistinguishable=tie, skew=skew, events=events, stall_start=stall,
+                   incidents=cands, features=X, top=int(order[0]), probability=p_top)
+
+
+_SIGNAL_NUMBERS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT": 6, "SIGBUS": 7,
+                   "SIGFPE": 8, "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGTERM": 15}
+
+
+def exit_status(e: Event) -> int | None:
+    """The line's typed exit status: ``exit_code``, else ``-N`` for a ``signal``."""
+    code = field_number(e.fields, EXIT_FIELDS)
+    if code is not None:
+        return int(code)
+    sig = (e.fields.get(SIGNAL_FIELDS[0]) or "").strip()
+    if sig.isdigit():
+        return -int(sig)
+    n = _SIGNAL_NUMBERS.get(sig.upper().removeprefix("SIGNALS."))
+    return -n if n else None
+
+
+def failed_exit(e: Event) -> bool:
+    """True when ``e`` reports a worker exit that was not a clean one or the agent's own SIGTERM."""
+    code = exit_status(e)
+    return code is not None and code != 0 and code not in AGENT_SIGTERM_CODES
+
+
+_LOCAL_GLOBAL = (re.compile(r"\brank\s*:\s*(?P<g>\d+)\s*\(local_rank:\s*(?P<l>\d+)\)"),
+                 re.compile(r"^\[default(?P<l>\d+)\]:\[rank(?P<g>\d+)\]:"))
+_LOCAL_ONLY = (re.compile(r"^\[default(?P<l>\d+)\]:(?!\[rank\d)"),
+               re.compile(r"\blocal_rank:\s*(?P<l>\d+)\s*\(pid"))
+_LOCAL_PATH = re.compile(r"(?:^|/)attempt_\d+/(?P<l>\d+)/(?:stdout|stderr)\.log$")
+_GLOBAL_TAG = re.compile(r"\[rank\d+\]:|\[Rank \d+\]|\bRank \d+\b")
+
+
+def _global_ranks(events: Sequence[Event]) -> None:
+    """Map local ranks to global ranks per node (the job's process table).
+
+    A multi-node job's agent, console and per-worker files name workers by
+    local rank (``[default0]:``, ``local_rank: 0 (pid: 42)``,
+    ``attempt_0/0/stderr.log``); lines that print both
+    (``rank : 2 (local_rank: 0)``, ``[default0]:[rank2]:``) give each node's
+    table.  A line whose rank can only have come from a local form takes the
+    global rank when its node's table knows it.
+    """
+    table: dict[str, dict[int, int]] = defaultdict(dict)
+    for e in events:
+        for rx in _LOCAL_GLOBAL:
+            m = rx.search(e.text)
+            if m:
+                table[_node(e)][int(m.group("l"))] = int(m.group("g"))
+    for k, t in list(table.items()):
+        if all(a == b for a, b in t.items()):
+            del table[k]
+    if not table:
+        return
+    for e in events:
+        t = table.get(_node(e))
+        if not t or e.rank is None or e.rank not in t or _GLOBAL_TAG.search(e.text):
+            continue
+        local = [m.group("l") for rx in _LOCAL_ONLY if (m := rx.search(e.text))]
+        pm = _LOCAL_PATH.search(e.file.replace("\\", "/"))
+        if pm:
+            local.append(pm.group("l"))
+        if str(e.rank) in local:
+            e.rank = t[e.rank]
+
+
+_PID = re.compile(r"\(pid: (\d+)\)|\bpid[=: ]\s*(\d+)|[Kk]illed process (\d+)|[Kk]illing subprocess (\d+)"
+                  r"|\b[Pp]rocess (\d+) (?:exits|exited|spawned|with)|^[\w.-]+:(\d+):\d+ \[\d+\]")
+
+
+def _pid_ranks(events: Sequence[Event]) -> None:
+    """Give a line that names a process id the rank another line names for it.
+
+    Launchers print a worker's pid beside its rank (``local_rank: 2 (pid:
+    20037)``, ``process 22444 spawned with ... --local_rank=1``); the kernel's
+    OOM killer, the scheduler and NCCL's ``host:pid:tid`` name only the pid.
+    A pid seen with two different ranks (reused across restarts) is not used.
+    """
+    table: dict[tuple[str, str], int | None] = {}
+    for e in events:
+        m = _PID.search(e.text)
+        if not m or e.rank is None:
+            continue
+        pid = next(g for g in m.groups() if g)
+        key = (e.host or "", pid)
+        table[key] = e.rank if table.get(key, e.rank) == e.rank else None
+    if not table:
+        return
+    for e in events:
+        if e.rank is not None:
+            continue
+        m = _PID.search(e.text)
+        if m:
+            pid = next(g for g in m.groups() if g)
+            r = table.get((e.host or "", pid))
+            if r is None and not e.host:
+                found = {v for (h, p), v in table.items() if p == pid and v is not None}
+                r = found.pop() if len(found) == 1 else None
+            if r is not None:
+                e.rank = r
+
+
+_NCCL_DEVICE = re.compile(r"(?:^|[\s:])\[(\d{1,3})\] (?:[\w./-]+:\d+ )?NCCL (?:WARN|INFO|ERROR)")
+
+
+def _device_ranks(events: Sequence[Event]) -> str | None:
+    """With no rank anywhere in the job, take NCCL's device index as the rank.
+
+    NCCL prefixes its lines with the CUDA device of the process
+    (``host:pid:tid [3] NCCL WARN``).  That is not a rank in general, but a
+    job (or a paste) that names no rank at all is almost always one process
+    per GPU on one node, where device, local rank and rank coincide.
+    """
+    hit = False
+    for e in events:
+        if e.rank is None:
+            m = _NCCL_DEVICE.search(e.text)
+            if m:
+                e.rank = int(m.group(1))
+                hit = True
+    return ("rank taken from the NCCL device index (nothing else in the logs names a rank; "
+            "one process per GPU on one node assumed)") if hit else None
+
+
+def _node(e: Event) -> str:
+    if e.host:
+        return e.host
+    m = re.search(r"(?:^|/)([^/]+)/(?:[^/]*/)*?(?:logs/|console)", e.file)
+    return m.group(1) if m else ""
+
+
+def file_names(table: pa.Table) -> list[str]:
+    """Every file label of a match table, across all its chunks."""
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return []
+    return [x for x in pc.unique(table.column("file").cast(pa.string())).to_pylist() if x is not None]
+
+
+def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.ndarray,
+              model: Any) -> list[str]:
+    """Reasons, evidence first: which line, which rank, why it beat the others."""
+    from ..analysis.ranker import FEATURES
+
+    out: list[str] = []
+    if virtual and first is None:
+        out.append(f"rank {top.rank} is the suspect: {virtual}; it printed no line of its own")
+    elif virtual:
+        out.append(f"rank {top.rank} is the suspect: {virtual}; its last line is {first.where()}")
+    elif first is not None:
+        lo, hi = top.lines
+        span = f" (incident of lines {lo}-{hi})" if hi > lo else ""
+        out.append(f"{TIER_NAMES[top.tier]}: {first.signature} at {first.where()}{span}"
+                   + (f" on rank {top.rank}" if top.rank is not None else ""))
+    for name, c in model.explain(x)[:4]:
+        out.append(f"{'+' if c > 0 else '-'}{abs(c):.2f}: {FEATURES[name]}")
+    return out
+
+
+def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ranks: set[int],
+                      progress: dict[int, int] | None, stall: float | None = None,
+                      bound: float = 0.0, cands: Sequence[Incident] = (),
+                      reader: Any = None, kb: Any = None) -> list[Incident]:
+    """Ranks suspected from absence: the one the others waited for, the one
+    whose progress stopped first.  Named by their last line, when they have one:
+    the one the others waited for by the last line of its own output, read
+    back when no pattern matched it (a rank that never joined prints no error)."""
+    out = []
+    for kind, (rank, why) in (("silent_suspect", _watchdog_suspect(specific, known_ranks, kb)),
+                              ("laggard", _progress_suspect(live, progress))):
+        if rank is None or any(c.extra.get("virtual") and c.rank == rank for c in out):
+            continue
+        # named by its last progress line (where it stopped), else its last own line
+        own = [e for e in live if e.rank == rank and field_number(e.fields, STEP_FIELDS) is not None] or [
+            e for e in live if e.rank == rank and e.role == "context"]
+        # a slow rank goes on printing: name where it was when the others went
+        # quiet.  By step first (clock-free): its last line at a step the others
+        # also reached; else by time: their last progress line, else when the
+        # timeouts say they began to wait
+        peer_steps = [s for e in live if e.rank is not None and e.rank != rank
+                      and (s := field_number(e.fields, STEP_FIELDS)) is not None]
+        if peer_steps:
+            top = max(peer_steps)
+            own = [e for e in own if (s := field_number(e.fields, STEP_FIELDS)) is not None
+                   and s <= top] or own
+        peers = [e.t for e in live if e.rank is not None and e.rank != rank and e.t is not None
+                 and field_number(e.fields, STEP_FIELDS) is not None]
+        limit = max(peers) + bound if peers else (stall + bound if stall is not None else None)
+        if limit is not None:
+            own = [e for e in own if e.t is not None and e.t <= limit] or own
+        last = max(own, key=lambda e: (e.t if e.t is not None else -math.inf, e.line), default=None)
+        extra = {"virtual": why[0] if why else kind, kind: 1.0}
+        # a launcher's record that this rank died (not the agent's SIGTERM) is the
+        # first trace of its failure: the rank printed nothing when it died
+        death = [c for c in cands if c.rank == rank and c.head is not None
+                 and any(failed_exit(m) for m in c.members)]
+        if death:
+            d = min(death, key=lambda c: (c.t if c.t is not None else math.inf, c.lines[0]))
+            out.append(Incident(list(d.members), d.head, rank, d.host, d.tier, d.t, extra))
+            continue
+        if kind == "silent_suspect" and reader is not None:
+            tail = _own_last_line(rank, live, reader)
+            if tail is not None and (last is None or last.file != tail.file or last.line < tail.line):
+                last = tail
+        out.append(Incident([last] if last else [], last, rank, last.host if last else None,
+                            TIER_COLLATERAL, None, extra))
+    return out
+
+
+#: the signature of a rank's last own line, read back (no pattern matched it)
+LAST_LINE = "rank-last-line"
+
+
+def _file_ranks(labels: Iterable[str], events: Sequence[Event]) -> dict[str, int]:
+    """The rank whose own output each per-rank file is.
+
+    A file whose matched lines all carry one rank is that rank's; a file with
+    no matched line takes the rank its path names, shifted to a global rank
+    the way its siblings' are (``node1/.../attempt_0/0/stderr.log`` of a
+    second node's first worker).
+    """
+    from ..facts.attribution import path_facts
+
+    by_file: dict[str, set[int | None]] = defaultdict(set)
+    for e in events:
+        by_file[e.file].add(e.rank)
+    out: dict[str, int] = {}
+    shift: dict[str, Counter[int]] = defaultdict(Counter)
+    for label, ranks in by_file.items():
+        if len(ranks) == 1 and None not in ranks:
+            r = next(iter(ranks))
+            assert r is not None
+            out[label] = r
+            p = path_facts(label).rank
+            if p is not None:
+                shift[_rank_dir(label)][r - p] += 1
+    for label in labels:
+        if label in by_file:
+            continue
+        p = path_facts(label).rank
+        if p is None:
+            continue
+        moves = shift.get(_rank_dir(label))
+        out[label] = p + (moves.most_common(1)[0][0] if moves else 0)
+    return out
+
+
+def _rank_dir(label: str) -> str:
+    """The directory that holds one entry per rank (``attempt_0`` of ``attempt_0/3/stderr.log``)."""
+    head = label.replace("\\", "/").rsplit("/", 1)[0]
+    return head.rsplit("/", 1)[0] if _LOCAL_PATH.search(label.replace("\\", "/")) else head
+
+
+def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | None:
+    """The last line of ``rank``'s own output when it printed no error there.
+
+    Only a file that is the rank's alone counts (console captures interleave
+    ranks); a file where the rank printed a cause or symptom is left to its
+    matched lines.  Of several (stdout and stderr) the one written last wins.
+    """
+    best: tuple[tuple[float, int], Event] | None = None
+    for label, r in _file_ranks(reader.labels(), live).items():
+        if r != rank:
+            continue
+        rows = [e for e in live if e.file == label]
+        if any(e.role != "context" for e in rows):
+            continue
+        got = reader.last_line(label)
+        if got is None:
+            continue
+        line, text = got
+        if any(e.line >= line for e in rows):
+            continue  # its last line matched: the matched rows already name it
+        t = max((e.t for e in rows if e.t is not None), default=None)
+        host = next((e.host for e in rows if e.host), None)
+        ev = Event(-1, LAST_LINE, "context", "info", "unknown", label, line, text[:2000],
+                   rank, host, None, {}, t)
+        key = (t if t is not None else -math.inf, 1 if "err" in label.rsplit("/", 1)[-1] else 0)
+        if best is None or key > best[0]:
+            best = (key, ev)
+    return best[1] if best else None
+
+
+def _last_marked(events: Sequence[Event], kb: Any, mark: str) -> Event | None:
+    hits = [e for e in events if mark in marks(kb, e.signature)]
+    return max(hits, key=lambda e: (e.t if e.t is not None else -math.inf, e.line), default=None)
+
+
+def _last_progress(events: Sequence[Event]) -> Event | None:
+    prog = [e for e in events if field_number(e.fields, STEP_FIELDS) is not None]
+    if not prog:
+        return None
+    return max(prog, key=lambda e: (e.t if e.t is not None else -math.inf, e.line))
+
+
+def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any,
+                       stall: float | None, skew: Skew, known_ranks: set[int],
+                       novel: set[tuple[str, int]] | None = None) -> np.ndarray:
+    """One row of :data:`denpex_fast.analysis.ranker.FEATURE_NAMES` per candidate."""
+    from ..analysis.ranker import FEATURE_NAMES
+
+    col = {n: i for i, n in enumerate(FEATURE_NAMES)}
+    X = np.zeros((len(cands), len(FEATURE_NAMES)))
+    # ties in time break by file name: the same answer whatever order the files were read in
+    file_rank = {f: i for i, f in enumerate(sorted({e.file for e in live}))}
+    real = [i for i, c in enumerate(cands) if not c.extra.get("virtual")]
+    # a file with no timestamp at all cannot be placed on the time axis: when
+    # one holds a candidate, time order gives way to file order, then line order
+    untimed = {cands[i].file for i in real} - {cands[i].file for i in real if cands[i].t is not None}
+    # a file that only repeats what timed files printed (torchelastic's
+    # error.json, a console copy) says nothing new about the order
+    timed_sigs = {cands[i].head.signature for i in real if cands[i].t is not None}
+    untimed = {f for f in untimed if any(cands[i].file == f and cands[i].head.signature
+                                         not in timed_sigs for i in real)}
+    if untimed:
+        timed = sorted(real, key=lambda i: (file_rank.get(cands[i].file, 0), cands[i].lines[0]))
+    else:
+        when = _death_times(cands, real, live, kb)
+        timed = sorted(real, key=lambda i: (when.get(i, cands[i].t if cands[i].t is not None
+                                                     else math.inf),
+                                            file_rank.get(cands[i].file, 0), cands[i].lines[0]))
+    # what the job's symptoms and wrappers say caused them
+    symptoms = {e.signature for e in live if e.role == "symptom"
+                or "wrapper" in marks(kb, e.signature)}
+    ranks_by_template: dict[str, set[int]] = defaultdict(set)
+    for e in live:
+        if e.role != "context" and e.rank is not None:
+            ranks_by_template[template(e.text)].add(e.rank)
+    n_ranks = len(known_ranks)
+    seen_tier: set[int] = set()
+    for pos, i in enumerate(timed):
+        c = cands[i]
+        X[i, col["first"]] = 1.0 if pos == 0 else 0.0
+        X[i, col["earliness"]] = 1.0 / (1 + pos)
+        if c.tier not in seen_tier:
+            seen_tier.add(c.tier)
+            X[i, col["first_of_tier"]] = 1.0
+    tier_col = ("specific_cause", "own_symptom", "open_world", "wrapper", "collateral")
+    for i, c in enumerate(cands):
+        for k in ("silent_suspect", "laggard"):
+            X[i, col[k]] = float(c.extra.get(k, 0.0))
+        X[i, col["has_rank"]] = 1.0 if c.rank is not None else 0.0
+        h = c.head
+        if c.extra.get("virtual") or h is None:
+            continue
+        X[i, col[tier_col[c.tier]]] = 1.0
+        X[i, col["severity"]] = SEVERITY_WEIGHT.get(h.severity, 0) / 3
+        if stall is not None and c.t is not None and c.t > stall + skew.bound:
+            X[i, col["after_stall"]] = 1.0
+        try:
+            trig = set(kb[h.signature].triggers)
+        except KeyError:
+            trig = set()
+        if (trig & symptoms) or any(h.signature in caused_by(kb, s) for s in symptoms):
+            X[i, col["explains"]] = 1.0
+        k = len(ranks_by_template.get(template(h.text), ()))
+        if n_ranks >= 2 and c.rank is not None:
+            X[i, col["peer_rarity"]] = 1.0 - max(0, k - 1) / (n_ranks - 1)
+        else:
+            X[i, col["peer_rarity"]] = 0.5
+        codes = [x for m in c.members if (x := exit_status(m)) is not None]
+        failed = [x for x in codes if x != 0 and x not in AGENT_SIGTERM_CODES]
+        if failed:
+            X[i, col["exit_nonzero"]] = 1.0
+        if any(x != 1 for x in failed):
+            X[i, col["own_exit"]] = 1.0
+        X[i, col["rendezvous"]] = 1.0 if h.phase == "rendezvous" else 0.0
+        m = marks(kb, h.signature)
+        if "agent-teardown" in m or "scheduler-teardown" in m:
+            X[i, col["teardown"]] = 1.0
+        if novel and any((m.file, m.line) in novel for m in c.members):
+            X[i, col["novel"]] = 1.0
+    return X
+
+
+#: seconds a launcher may take to notice and report a worker's death
+#: (torchrun polls its workers every few seconds, DeepSpeed's launcher each second)
+LAUNCHER_LAG = 30.0
+
+
+def _death_times(cands: Sequence[Incident], real: Sequence[int], live: Sequence[Event],
+                 kb: Any) -> dict[int, float]:
+    """When a launcher's record of a worker's death says the death happened.
+
+    The record is printed when the launcher notices, after the peers may
+    already have reported the lost connection the death caused.  A record of
+    a rank's own failure (an exit code other than 1, or a signal it was not
+    sent by the agent) is placed just before the earliest symptom on another
+    rank that its death explains (a lost peer in a collective, or a
+    ``caused_by`` edge), printed within :data:`LAUNCHER_LAG` before it.
+    """
+    out: dict[int, float] = {}
+    for i in real:
+        c = cands[i]
+        # (a launcher line that does not say which rank died still explains them)
+        if c.t is None or c.head is None or c.head.phase != "launcher":
+            continue
+        codes = [x for m in c.members if (x := exit_status(m)) is not None]
+        if not any(x not in (0, 1) and x not in AGENT_SIGTERM_CODES for x in codes):
+            continue
+        sigs = {m.signature for m in c.members}
+        earlier = [e.t for e in live if e.role == "symptom" and e.t is not None
+                   and e.rank is not None and e.rank != c.rank and c.t - LAUNCHER_LAG <= e.t < c.t
+                   and (e.phase == "communication" or sigs & set(caused_by(kb, e.signature)))]
+        if earlier:
+            out[i] = min(earlier) - 1e-3
+    return out
+
+
+def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
+    """Row indices of catch-all matches on lines another signature also matched.
+
+    Such a row adds nothing: the specific (or benign context) entry says
+    more about the line.  Among several catch-alls on one line only the most
+    severe is kept.
+    """
+    def catch_all(e: Event) -> bool:
+        return "catch-all" in marks(kb, e.signature)
+
+    claimed = {(e.file, e.line) for e in events if not catch_all(e)}
+    out = {e.index for e in events if catch_all(e) and (e.file, e.line) in claimed}
+    best: dict[tuple[str, int], Event] = {}
+    for e in events:
+        if catch_all(e) and e.index not in out:
+            k = (e.file, e.line)
+            b = best.get(k)
+            if b is None or SEVERITY_WEIGHT.get(e.severity, 0) > SEVERITY_WEIGHT.get(b.severity, 0):
+                if b is not None:
+                    out.add(b.index)
+                best[k] = e
+            else:
+                out.add(e.index)
+    return out
+
+
+_ATTEMPT = re.compile(r"attempt_(\d+)")
+
+
+def _attempt_note(first: Event, events: Sequence[Event]) -> list[str]:
+    """With --max-restarts, say which attempt the cause came from: later
+    attempts usually fail for other reasons (stale peers, reused ports)."""
+    attempts = {int(m.group(1)) for e in events if (m := _ATTEMPT.search(e.file))}
+    m = _ATTEMPT.search(first.file)
+    if m and len(attempts) > 1:
+        return [f"from restart attempt {m.group(1)} of attempts {sorted(attempts)}"]
+    return []
+
+
+def _dedupe(events: Iterable[Event]) -> list[Event]:
+    seen: set[str] = set()
+    out = []
+    for e in events:
+        if e.signature not in seen:
+            seen.add(e.signature)
+            out.append(e)
+    return out

@@ -1,0 +1,198 @@
+"""Event assembly: group matched lines of one failure record into incidents.
+
+A failure is rarely one line.  A Python traceback ends in an exception line
+that a wrapper (``DistBackendError``) may repeat; NCCL prints a chain of
+``WARN`` lines and a ``Last error:`` detail; the torchrun agent prints a
+``ChildFailedError`` summary whose rank sits two lines above the exit code.
+The ranking compares incidents, not lines::
+
+    >>> from denpex_fast.analysis.incidents import assemble
+    >>> incs = assemble(events, kb)
+    >>> incs[0].head.signature, incs[0].rank, incs[0].lines
+    ('cuda-oom', 2, (48, 53))
+
+An incident is a run of non-context events of one file, each within
+``GAP`` lines of the previous one and of compatible rank (the same rank, or
+no rank).  It takes rank and host from any member; its head (the line it is
+named by) is found from knowledge-base data only:
+
+1. follow ``caused_by`` edges between members to the deepest cause, whatever
+   the print order;
+2. otherwise the best tier (:func:`tier`): a specific cause, a rank's own
+   symptom, an open-world (``catch-all``) line, a ``wrapper``, a collateral
+   symptom; within a tier the earliest line.  Beside a wrapper, open-world
+   lines count only when the wrapper's ``caused_by`` reaches them (its own
+   exception lines restate it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: lines between two members of one incident (a traceback's frames fit)
+GAP = 12
+
+# symptoms in these phases report another rank's failure (timeouts, teardown);
+# symptoms in other phases (a killed DataLoader worker) are the rank's own
+COLLATERAL_PHASES = frozenset({"communication", "launcher", "rendezvous", "shutdown", "scheduler"})
+
+TIER_CAUSE, TIER_OWN_SYMPTOM, TIER_OPEN, TIER_WRAPPER, TIER_COLLATERAL = range(5)
+TIER_NAMES = ("specific cause", "own symptom", "open-world line", "wrapper", "collateral symptom")
+
+
+def marks(kb: Any, sig_id: str) -> tuple[str, ...]:
+    """The knowledge-base ``marks`` of a signature (empty when unknown)."""
+    try:
+        return tuple(kb[sig_id].marks)
+    except (KeyError, AttributeError):
+        return ()
+
+
+def caused_by(kb: Any, sig_id: str) -> tuple[str, ...]:
+    try:
+        return tuple(kb[sig_id].caused_by)
+    except (KeyError, AttributeError):
+        return ()
+
+
+def tier(e: Any, kb: Any) -> int:
+    """How strongly one event can be the origin of a failure, from KB data."""
+    m = marks(kb, e.signature)
+    if "wrapper" in m:
+        return TIER_WRAPPER
+    if "catch-all" in m:
+        return TIER_OPEN if e.role == "cause" else TIER_COLLATERAL
+    if e.role == "cause":
+        return TIER_CAUSE
+    if e.role == "symptom" and e.phase not in COLLATERAL_PHASES:
+        return TIER_OWN_SYMPTOM
+    return TIER_COLLATERAL
+
+
+@dataclass
+class Incident:
+    """Consecutive lines of one failure record, named by its head."""
+
+    members: list[Any]
+    head: Any
+    rank: int | None
+    host: str | None
+    tier: int
+    t: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def file(self) -> str:
+        return str(self.head.file)
+
+    @property
+    def lines(self) -> tuple[int, int]:
+        return (min(m.line for m in self.members), max(m.line for m in self.members))
+
+    def covers(self, file: str, line: int) -> bool:
+        lo, hi = self.lines
+        return file == self.file and lo <= line <= hi
+
+
+def _head(members: Sequence[Any], kb: Any) -> Any:
+    tiers = {id(m): tier(m, kb) for m in members}
+    pool = list(members)
+    if any(t == TIER_WRAPPER for t in tiers.values()):
+        # a wrapper's own exception lines only restate it (``ncclSystemError:``
+        # under ``NCCL error in:``): open-world lines win only through caused_by
+        pool = [m for m in members if tiers[id(m)] != TIER_OPEN] or pool
+    best = min(pool, key=lambda e: (tiers[id(e)], e.line))
+    seen = {id(best)}
+    while True:
+        deeper = [m for m in members if id(m) not in seen and m.signature in caused_by(kb, best.signature)
+                  and m.signature != best.signature]
+        if not deeper:
+            return best
+        best = min(deeper, key=lambda e: e.line)
+        seen.add(id(best))
+
+
+def _compatible(open_rank: int | None, rank: int | None) -> bool:
+    return open_rank is None or rank is None or open_rank == rank
+
+
+#: lines a launcher's record line may sit from the incident it belongs to
+RECORD_GAP = 3
+#: lines a ``prelude`` (a report's opening line) may sit before its error
+PRELUDE_GAP = 400
+
+
+def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Incident]:
+    """Incidents of the non-context events (see the module docstring).
+
+    ``record``-marked context lines (a launcher's summary of a failed
+    process) join the incident within ``RECORD_GAP`` lines and lend it their
+    rank; one whose ``exit_code(event)`` is a failure starts an incident of
+    its own.  A ``prelude`` line joins the next incident of its rank in its
+    file (within ``PRELUDE_GAP`` lines, no other incident of that rank between).
+    """
+    by_file: dict[str, list[Any]] = {}
+    records: dict[str, list[Any]] = {}
+    preludes: dict[str, list[Any]] = {}
+    for e in events:
+        if "prelude" in marks(kb, e.signature):
+            preludes.setdefault(e.file, []).append(e)
+            continue
+        is_record = "record" in marks(kb, e.signature)
+        if e.role != "context" or (is_record and exit_code is not None and exit_code(e)):
+            by_file.setdefault(e.file, []).append(e)
+        elif is_record:
+            records.setdefault(e.file, []).append(e)
+    out: list[Incident] = []
+    for f, evs in by_file.items():
+        evs.sort(key=lambda e: (e.line, e.index))
+        # a line with no rank takes the rank of the launcher record beside it
+        ranked = [r for r in records.get(f, ()) if r.rank is not None]
+        for e in evs:
+            if e.rank is None and ranked:
+                near = min(ranked, key=lambda r: abs(r.line - e.line))
+                if abs(near.line - e.line) <= RECORD_GAP:
+                    e.rank = near.rank
+        groups: list[list[Any]] = []
+        live: list[list[Any]] = []     # groups whose last line is within GAP
+        for e in evs:
+            live = [g for g in live if e.line - g[-1].line <= GAP]
+            fits = [g for g in live if _compatible(_rank_of(g), e.rank)]
+            if fits:
+                max(fits, key=lambda g: g[-1].line).append(e)
+            else:
+                groups.append([e])
+                live.append(groups[-1])
+        for g in groups:
+            primary = list(g)
+            lo, hi = g[0].line, g[-1].line
+            g.extend(r for r in records.get(g[0].file, ())
+                     if lo - RECORD_GAP <= r.line <= hi + RECORD_GAP and _compatible(_rank_of(g), r.rank))
+            # a report's opening line (before any incident of its rank since)
+            g.extend(p for p in preludes.get(g[0].file, ())
+                     if lo - PRELUDE_GAP <= p.line < lo and _compatible(_rank_of(g), p.rank)
+                     and not any(p.line < o.line < lo and _compatible(o.rank, p.rank) for o in evs))
+            g.sort(key=lambda e: (e.line, e.index))
+            head = _head(primary, kb)
+            rank = head.rank if head.rank is not None else _rank_of(g)
+            host = head.host if head.host is not None else next((m.host for m in g if m.host), None)
+            ts = [m.t for m in g if m.t is not None]
+            out.append(Incident(g, head, rank, host, tier(head, kb), min(ts) if ts else head.t))
+    return out
+
+
+def _rank_of(group: Sequence[Any]) -> int | None:
+    return next((m.rank for m in group if m.rank is not None), None)
+
+
+_PREFIXES = re.compile(r"^(?:\s*(?:\[(?:default|rank)?\d+\]:|\d{1,5}: |\[\d+,\d+\]<\w+>:))+\s*")
+_VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?|[0-9a-f]{8,}")
+
+
+def template(text: str) -> str:
+    """A line with launcher prefixes dropped and numbers and hex ids masked, so
+    the same message from different ranks compares equal."""
+    return _VOLATILE.sub("#", _PREFIXES.sub("", text or "")).strip()[:200]

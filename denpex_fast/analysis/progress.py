@@ -1,0 +1,113 @@
+"""Where each rank stopped making progress: the last step line of each file.
+
+Step and iteration lines are a large share of a training log (DeepSpeed's
+``step=N, skipped=M``, Megatron's ``iteration N/ M``, Trainer loss dicts,
+``step=N`` of user loops).  Matching all of them in the Hyperscan set would
+slow every scan down for one number per rank, so instead only the tail of each
+plain file is read (a bounded window) and its step lines are parsed with the
+same rank attribution as matches::
+
+    >>> last_steps(["job/rank0.log", "job/rank1.log"])
+    {0: 1200, 1: 1187}
+
+Compressed inputs and stdin have no cheap tail; they are skipped and said so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import pyarrow as pa
+
+from ..io.readback import JobBytes
+
+TAIL_BYTES = 1 << 20
+
+# each form starts with a literal, so the regex engine skips to candidates at
+# memchr speed (one pass per form, no per-line Python); what may precede the
+# literal is checked on the candidates only
+_FORMS = [
+    (re.compile(rb"step[=: ]\s*(\d+)\b"), (b"", b"global_")),      # step=12, step 12, global_step=12
+    (re.compile(rb"iteration\s+(\d+)/\s*\d+"), None),              # Megatron-LM
+    (re.compile(rb"step': (\d+)"), (b"'", b"'global_")),             # Trainer/Accelerate dicts
+]
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _preceded(data: bytes, at: int, allowed: tuple[bytes, ...]) -> bool:
+    """True when one of ``allowed`` ends at ``at`` as a whole word (``b""``: a word start)."""
+    for pre in allowed:
+        start = at - len(pre)
+        if start < 0 or data[start:at] != pre:
+            continue
+        if pre.startswith(b"'") or start == 0 or data[start - 1] not in _WORD:
+            return True
+    return False
+
+
+# of a long tail only the last step lines matter: enough for hundreds of ranks in one console
+MAX_STEP_LINES = 4096
+OWN_FILE_STEP_LINES = 64
+
+
+def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], list[int]]:
+    """(line text, step) of the last ``limit`` progress lines in ``data``.
+
+    The leftmost form found in a line gives its step; the line of a match is
+    cut out only for the lines kept.
+    """
+    first: dict[int, tuple[int, int]] = {}   # line start -> (match position, step)
+    for rx, allowed in _FORMS:
+        for m in rx.finditer(data):
+            if allowed is not None and not _preceded(data, m.start(), allowed):
+                continue
+            lo = data.rfind(b"\n", 0, m.start()) + 1
+            got = first.get(lo)
+            if got is None or m.start() < got[0]:
+                first[lo] = (m.start(), int(m.group(1)))
+    texts: list[str] = []
+    steps: list[int] = []
+    for lo in sorted(first)[-limit:]:
+        hi = data.find(b"\n", lo)
+        hi = len(data) if hi < 0 else hi
+        texts.append(data[lo:min(hi, lo + 400)].decode("utf-8", "replace"))
+        steps.append(first[lo][1])
+    return texts, steps
+
+
+def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES,
+               locations: Mapping[str, str] | None = None,
+               reader: JobBytes | None = None) -> dict[int, int]:
+    """Highest step number seen per rank in the tail of each plain file.
+
+    ``reader``: the job's :class:`~denpex_fast.io.readback.JobBytes` (default:
+    one over ``locations``, where to read a file whose label is not its path).
+    """
+    from ..facts.attribution import line_facts, path_facts
+
+    reader = reader or JobBytes(locations=locations)
+    out: dict[int, int] = {}
+    for name in files:
+        inp = reader.input(name)
+        if inp is None or inp.compression is not None:
+            continue  # stdin, an archive member, compressed: no cheap tail
+        got = reader.tail(name, tail_bytes)
+        if got is None:
+            continue
+        start, data = got
+        if start > 0:
+            data = data[data.find(b"\n") + 1:]  # the first line is cut
+        fallback = path_facts(name).rank
+        # a rank's own file needs only its last few step lines; a console, many ranks' worth
+        texts, steps = step_lines(data, OWN_FILE_STEP_LINES if fallback is not None
+                                  else MAX_STEP_LINES)
+        if not steps:
+            continue
+        ranks = line_facts(pa.array(texts, pa.string())).rank
+        for r, step in zip(ranks.tolist(), steps):
+            rank = r if r >= 0 else fallback
+            if rank is None or rank < 0:
+                continue
+            out[rank] = max(out.get(rank, -1), step)
+    return out

@@ -1,0 +1,272 @@
+"""The scored ranking model: features of each candidate incident, one weight table.
+
+The initiating incident is the candidate with the highest score
+``w . f``.  Its confidence comes from a second, small logistic model over
+what makes a diagnosis trustworthy (the winner's tier, its softmax
+probability and margin over the runner-up, whether it was suspected from
+absence, whether the job knows ranks but the winner has none), fitted on
+out-of-fold outcomes, so it says how often diagnoses like this one were
+right on jobs the weights never saw.  Weights, the
+calibration and the threshold below which a diagnosis is only ``suspect``
+live in ``ranking_model.json``, fitted by
+``python -m denpex_fast.evaluate --fit`` with cross-validation grouped by
+source thread / generator configuration (never in-sample)::
+
+    >>> from denpex_fast.analysis.ranker import load_model
+    >>> m = load_model()
+    >>> m.score(features)          # one float per candidate
+    >>> m.explain(features[0])     # [(feature, contribution), ...] biggest first
+
+Every feature is in [0, 1] and says one thing about a candidate; the report
+quotes each feature's contribution, so a person can see why a line won.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import Any
+
+import numpy as np
+
+#: name -> what it says (the report and the README quote these)
+FEATURES: dict[str, str] = {
+    "specific_cause": "a knowledge-base cause names the line",
+    "own_symptom": "a rank's own fatal symptom (not a report of a peer's death)",
+    "open_world": "an error-like line no specific entry knows",
+    "wrapper": "a wrapper that repeats an error printed elsewhere",
+    "collateral": "a symptom that reports another rank's failure (timeout, teardown)",
+    "severity": "severity of the entry (fatal 1, error 2/3, warning 1/3)",
+    "first": "the earliest candidate of the job after clock correction",
+    "earliness": "1 / (1 + position in time order)",
+    "first_of_tier": "the earliest candidate of its tier",
+    "after_stall": "later than the moment the timeouts point back to",
+    "explains": "its entry lists symptoms seen in the job (caused_by / triggers)",
+    "peer_rarity": "printed by one rank or a minority, not by every rank",
+    "has_rank": "the rank that printed it is known",
+    "exit_nonzero": "a worker exit that was not the agent's own SIGTERM",
+    "own_exit": "an exit of the process's own (a signal, or a code other than 1, which every "
+                "rank that died of an exception shares)",
+    "rendezvous": "a rendezvous / store failure (a node that never joined)",
+    "teardown": "a teardown by the launcher's agent or the scheduler",
+    "silent_suspect": "the rank the others waited for (never entered the collective)",
+    "laggard": "the rank whose progress stopped first",
+    "novel": "a line template the healthy baseline never printed",
+}
+FEATURE_NAMES = tuple(FEATURES)
+
+# Starting weights (and the fallback when no fitted table ships): the order of
+# evidence of the rule cascade this model replaces.
+PRIOR: dict[str, float] = {
+    "specific_cause": 3.0, "own_symptom": 2.0, "open_world": 1.5, "wrapper": 0.5,
+    "collateral": -1.0, "severity": 0.5, "first": 1.5, "earliness": 1.0,
+    "first_of_tier": 1.0, "after_stall": -1.5, "explains": 1.0, "peer_rarity": 1.0,
+    "has_rank": 0.5, "exit_nonzero": 0.5, "own_exit": 0.5, "rendezvous": 0.0, "teardown": -2.0,
+    "silent_suspect": 3.0, "laggard": 1.5, "novel": 0.5,
+}
+
+
+@dataclass
+class Model:
+    """Weights, calibration and the ``failure``/``suspect`` threshold."""
+
+    weights: np.ndarray
+    threshold: float = 0.0                 # softmax probability below which the verdict is "suspect"
+    calibration: list[dict[str, float]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    # logistic weights over CONFIDENCE_FEATURES (None: the bucket calibration of p)
+    confidence_weights: np.ndarray | None = None
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(X, dtype=float) @ self.weights if len(X) else np.zeros(0)
+
+    def probabilities(self, X: np.ndarray) -> np.ndarray:
+        """Softmax over the candidates plus a "none of them" option of score 0,
+        so one weak candidate alone does not get probability 1."""
+        return probabilities(self.score(X))
+
+    def confidence_for(self, X: np.ndarray) -> float:
+        """How often a diagnosis like the top candidate of ``X`` was right out of fold."""
+        if self.confidence_weights is None or not len(X):
+            s = self.score(X)
+            return self.confidence(float(probabilities(s)[int(np.argmax(s))]) if len(s) else 0.0)
+        return float(sigmoid(confidence_features(X, self.weights) @ self.confidence_weights))
+
+    def confidence(self, p: float) -> float:
+        """The accuracy measured out of fold for top candidates of probability ``p``."""
+        for b in self.calibration:
+            if b["lo"] <= p < b["hi"]:
+                return float(b["accuracy"])
+        return float(p)
+
+    def explain(self, x: Sequence[float]) -> list[tuple[str, float]]:
+        contrib = [(n, float(w * v)) for n, w, v in zip(FEATURE_NAMES, self.weights, x) if w * v]
+        return sorted(contrib, key=lambda kv: -abs(kv[1]))
+
+    def to_json(self) -> dict[str, Any]:
+        doc = {"features": list(FEATURE_NAMES),
+               "weights": [round(float(w), 4) for w in self.weights],
+               "threshold": round(float(self.threshold), 4),
+               "calibration": self.calibration, "meta": self.meta}
+        if self.confidence_weights is not None:
+            doc["confidence_features"] = list(CONFIDENCE_FEATURES)
+            doc["confidence_weights"] = [round(float(w), 4) for w in self.confidence_weights]
+        return doc
+
+
+def probabilities(s: np.ndarray) -> np.ndarray:
+    s = np.asarray(s, float)
+    if not len(s):
+        return s
+    top = max(float(s.max()), 0.0)
+    e = np.exp(s - top)
+    return e / (e.sum() + math.exp(-top))
+
+
+def prior_model() -> Model:
+    return Model(np.array([PRIOR[n] for n in FEATURE_NAMES]), threshold=0.0)
+
+
+_MODEL: Model | None = None
+
+
+def load_model() -> Model:
+    """The shipped model (``denpex_fast/ranking_model.json``), else the prior."""
+    global _MODEL
+    if _MODEL is None:
+        try:
+            doc = json.loads(files("denpex_fast").joinpath("ranking_model.json").read_text())
+            w = dict(zip(doc["features"], doc["weights"]))
+            cw = None
+            if doc.get("confidence_features") == list(CONFIDENCE_FEATURES):
+                cw = np.array([float(x) for x in doc["confidence_weights"]])
+            _MODEL = Model(np.array([float(w.get(n, PRIOR[n])) for n in FEATURE_NAMES]),
+                           float(doc.get("threshold", 0.0)), list(doc.get("calibration", [])),
+                           dict(doc.get("meta", {})), cw)
+        except (OSError, ValueError, KeyError, TypeError):
+            _MODEL = prior_model()
+    return _MODEL
+
+
+def fit(cases: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 0.05,
+        steps: int = 600, lr: float = 0.3, start: np.ndarray | None = None) -> np.ndarray:
+    """Weights that maximise the softmax likelihood of the right candidates.
+
+    ``cases``: per job, (features of its candidates, boolean mask of the
+    candidates that name the truth).  Jobs without a right candidate cannot
+    teach the ordering and are skipped.  L2 pulls the weights toward the
+    prior, so a feature the data says little about keeps its prior meaning.
+    """
+    prior = np.array([PRIOR[n] for n in FEATURE_NAMES]) if start is None else start
+    w = prior.copy()
+    data = [(np.asarray(X, float), np.asarray(y, bool)) for X, y in cases
+            if len(X) and np.asarray(y, bool).any()]
+    if not data:
+        return w
+    m1 = np.zeros_like(w)
+    m2 = np.zeros_like(w)
+    for t in range(1, steps + 1):
+        g = l2 * (w - prior)
+        for X, y in data:
+            s = X @ w
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            q = np.where(y, p, 0.0)
+            q /= q.sum()
+            g += (p - q) @ X / len(data)
+        m1 = 0.9 * m1 + 0.1 * g            # Adam: robust to the features' different scales
+        m2 = 0.999 * m2 + 0.001 * g * g
+        w -= lr * (m1 / (1 - 0.9 ** t)) / (np.sqrt(m2 / (1 - 0.999 ** t)) + 1e-8) * (0.995 ** t)
+    return w
+
+
+#: what the confidence model reads about a job's winning candidate
+CONFIDENCE_FEATURES = ("bias", "probability", "margin", "specific_cause", "own_symptom",
+                       "open_world", "wrapper", "collateral", "from_absence", "rank_missing",
+                       "one_candidate")
+
+
+def confidence_features(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """:data:`CONFIDENCE_FEATURES` of the top candidate of ``X`` under weights ``w``."""
+    col = {n: i for i, n in enumerate(FEATURE_NAMES)}
+    X = np.asarray(X, float)
+    s = X @ w
+    order = np.argsort(-s, kind="stable")
+    top = X[order[0]]
+    margin = float(s[order[0]] - s[order[1]]) if len(s) > 1 else 4.0
+    absence = max(top[col["silent_suspect"]], top[col["laggard"]])
+    ranks_known = float(X[:, col["has_rank"]].max()) > 0
+    return np.array([
+        1.0, float(probabilities(s)[order[0]]), math.tanh(max(margin, 0.0) / 2.0),
+        top[col["specific_cause"]], top[col["own_symptom"]], top[col["open_world"]],
+        top[col["wrapper"]], top[col["collateral"]], absence,
+        1.0 if ranks_known and not top[col["has_rank"]] else 0.0,
+        1.0 if len(s) == 1 else 0.0])
+
+
+def sigmoid(z: float | np.ndarray) -> Any:
+    """The logistic function, clipped so large scores do not overflow."""
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+def fit_confidence(F: Sequence[np.ndarray], right: Sequence[bool], *, l2: float = 3.0,
+                   steps: int = 3000, lr: float = 0.5,
+                   weight: Sequence[float] | None = None) -> np.ndarray:
+    """Logistic weights predicting whether a diagnosis is right from its
+    :func:`confidence_features` (L2 toward 0 except the bias); ``weight``:
+    per case (default 1)."""
+    A = np.asarray(F, float)
+    y = np.asarray(right, float)
+    w = np.zeros(A.shape[1])
+    if not len(A):
+        return w
+    c = np.ones(len(y)) if weight is None else np.asarray(weight, float)
+    c = c * len(y) / c.sum()
+    w[0] = math.log((float(c @ y) + 1) / (float(c @ (1 - y)) + 1))
+    reg = np.full(A.shape[1], l2)
+    reg[0] = 0.0
+    for _ in range(steps):
+        p = sigmoid(A @ w)
+        g = A.T @ (c * (p - y)) / len(y) + reg * w / len(y)
+        w -= lr * g
+    return w
+
+
+def isotonic_calibration(points: Sequence[tuple[float, bool]],
+                         edges: Sequence[float] = (0.0, 0.35, 0.5, 0.65, 0.8, 0.9, 1.01),
+                         prior: tuple[int, int] = (1, 1)) -> list[dict[str, float]]:
+    """Accuracy per probability bucket, Laplace-smoothed by ``prior`` (right,
+    wrong) pseudo-cases and pooled so it never decreases with probability."""
+    e = list(edges)
+    blocks: list[list[float]] = []
+    for k, (lo, hi) in enumerate(zip(e, e[1:])):
+        inb = [ok for p, ok in points if lo <= p < hi]
+        w = len(inb) + prior[0] + prior[1]
+        blocks.append([(sum(inb) + prior[0]), w, k, k])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            b = blocks.pop()
+            blocks[-1][0] += b[0]
+            blocks[-1][1] += b[1]
+            blocks[-1][3] = b[3]
+    out = []
+    for total, w, first, last in blocks:
+        for k in range(int(first), int(last) + 1):
+            n = sum(1 for p, _ in points if e[k] <= p < e[k + 1])
+            out.append({"lo": e[k], "hi": e[k + 1], "accuracy": round(total / w, 3), "cases": n})
+    return out
+
+
+def threshold_for_precision(points: Sequence[tuple[float, bool]], target: float = 0.95) -> float:
+    """The lowest probability above which named diagnoses are right at least
+    ``target`` of the time (1.0 when no threshold reaches it)."""
+    pts = sorted(points, key=lambda x: -x[0])
+    best = 1.0
+    right = 0
+    for i, (p, ok) in enumerate(pts, 1):
+        right += ok
+        if right / i >= target:
+            best = p
+    return best if math.isfinite(best) else 1.0

@@ -1,0 +1,1 @@
+"""The Hyperscan engine: the C boundary, the scanner and its database cache."""

@@ -1,0 +1,1 @@
+"""Attribution: who (rank, host), where (path) and when (timestamps) each line came from."""

@@ -1,0 +1,1 @@
+"""Inputs and their bytes: sources, job discovery, spooling, read-back."""

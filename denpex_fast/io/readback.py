@@ -1,0 +1,251 @@
+"""A job's bytes read back after the scan: one reader for every later stage.
+
+The scan reads each input once.  A few later stages need a little more of a
+file than its matched rows: the lines around the initiating line (reports),
+a file's tail (the last step of each rank), the last line of a rank that went
+silent (a rank that never joined prints no error at all).  They all ask one
+:class:`JobBytes`, built from :attr:`denpex_fast.engine.scanner.ScanResult.inputs`
+(label -> :class:`denpex_fast.io.sources.Input`), so the answer never depends on
+the working directory or on how a label was written::
+
+    >>> jb = JobBytes.from_scan(result)
+    >>> jb.last_line("logs/rank3.log")
+    (1, 'worker starting: rank=3 ...')
+
+Every read is bounded.  Plain files are read at an offset (``os.pread``);
+gzip/zstd inputs are decoded forward through the scanner's own decoders, up
+to :data:`MAX_DECODE` bytes; stdin and tar members, which cannot be read
+twice, answer ``None``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from ..io.sources import Input, open_reader, path_from_display, resolve_inputs
+
+# a compressed input is decoded forward at most this far for one question
+MAX_DECODE = 256 << 20
+# a plain file's lines are counted (for a line number) at most this far
+MAX_COUNT = 1 << 30
+CHUNK = 1 << 20
+
+
+class JobBytes:
+    """Bounded reads of a job's inputs by their ``file`` label.
+
+    ``inputs``: label -> :class:`Input` (what the scan read); ``locations``:
+    label -> path for labels that are not paths (an index's job-relative
+    names).  A label found in neither is resolved as a path, once.
+    """
+
+    def __init__(self, inputs: Mapping[str, Input] | None = None,
+                 locations: Mapping[str, str] | None = None) -> None:
+        self._inputs: dict[str, Input | None] = dict(inputs or {})
+        self._locations = dict(locations or {})
+
+    @classmethod
+    def from_scan(cls, result: Any, locations: Mapping[str, str] | None = None) -> JobBytes:
+        """The reader of a :class:`~denpex_fast.engine.scanner.ScanResult`."""
+        return cls(getattr(result, "inputs", None), locations)
+
+    def labels(self) -> list[str]:
+        """Every label the scan read (files with no match included)."""
+        return [k for k, v in self._inputs.items() if v is not None]
+
+    def input(self, label: str) -> Input | None:
+        """The input behind ``label``, or ``None`` when it cannot be read again."""
+        if label in self._inputs:
+            return self._inputs[label]
+        path = self._locations.get(label)
+        raw = os.fsencode(path) if path is not None else path_from_display(label)
+        found, _ = resolve_inputs([raw])
+        inp = found[0] if len(found) == 1 and found[0].path is not None else None
+        self._inputs[label] = inp
+        return inp
+
+    @contextmanager
+    def reading(self, label: str) -> Iterator[Callable[[int, int], bytes] | None]:
+        """``read(start, size)`` over one open descriptor of a plain input, for
+        many reads in a row (``None`` for compressed or unreadable inputs)."""
+        inp = self.input(label)
+        fd = -1
+        if inp is not None and inp.compression is None:
+            try:
+                fd = os.open(inp.path, os.O_RDONLY)  # type: ignore[arg-type]
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    fd = -1
+            except OSError:
+                fd = -1
+        try:
+            yield (lambda start, size: os.pread(fd, size, start)) if fd >= 0 else None
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def read(self, label: str, start: int, size: int) -> bytes | None:
+        """``size`` bytes at decompressed offset ``start`` (fewer at the end)."""
+        inp = self.input(label)
+        if inp is None or size <= 0 or start < 0:
+            return None
+        if inp.compression is None:
+            with self.reading(label) as read:
+                if read is None:
+                    return None
+                try:
+                    return read(start, size)
+                except OSError:
+                    return None
+        if start + size > MAX_DECODE:
+            return None
+        out = bytearray()
+        for pos, block in self._decoded(inp, start + size):
+            lo, hi = max(start - pos, 0), min(start + size - pos, len(block))
+            if lo < hi:
+                out += block[lo:hi]
+        return bytes(out)
+
+    def tail(self, label: str, nbytes: int) -> tuple[int, bytes] | None:
+        """``(start, bytes)`` of the last ``nbytes`` of the input."""
+        inp = self.input(label)
+        if inp is None:
+            return None
+        if inp.compression is None:
+            size = self._size(inp)
+            if size is None:
+                return None
+            start = max(0, size - nbytes)
+            data = self.read(label, start, size - start)
+            return None if data is None else (start, data)
+        keep = bytearray()
+        start = 0
+        for _, block in self._decoded(inp, MAX_DECODE):
+            keep += block
+            if len(keep) > nbytes:
+                cut = len(keep) - nbytes
+                del keep[:cut]
+                start += cut
+        return start, bytes(keep)
+
+    def last_line(self, label: str) -> tuple[int, str] | None:
+        """``(line number, text)`` of the last non-blank line of the input."""
+        inp = self.input(label)
+        if inp is None:
+            return None
+        newlines = 0
+        last_end = 0           # offset just past the last non-blank byte seen
+        last_nl_before = 0     # newlines before that byte
+        for pos, block in self._blocks(inp):
+            stripped = block.rstrip(b" \t\r\n")
+            if stripped:
+                last_end = pos + len(stripped)
+                last_nl_before = newlines + stripped.count(b"\n")
+            newlines += block.count(b"\n")
+        if last_end == 0:
+            return None
+        start = max(0, last_end - 4096)
+        data = self.read(label, start, last_end - start)
+        if data is None:
+            return None
+        text = data.rsplit(b"\n", 1)[-1]
+        return last_nl_before + 1, text.decode("utf-8", "replace")
+
+    # -- internals ---------------------------------------------------------
+
+    @staticmethod
+    def _size(inp: Input) -> int | None:
+        try:
+            st = os.stat(inp.path)  # type: ignore[arg-type]
+        except OSError:
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+    def _blocks(self, inp: Input) -> Iterable[tuple[int, bytes]]:
+        if inp.compression is not None:
+            yield from self._decoded(inp, MAX_DECODE)
+            return
+        size = self._size(inp)
+        if size is None or size > MAX_COUNT:
+            return
+        try:
+            with open(inp.path, "rb") as f:  # type: ignore[arg-type]
+                pos = 0
+                while pos < size:
+                    block = f.read(min(CHUNK, size - pos))
+                    if not block:
+                        return
+                    yield pos, block
+                    pos += len(block)
+        except OSError:
+            return
+
+    @staticmethod
+    def _decoded(inp: Input, limit: int) -> Iterable[tuple[int, bytes]]:
+        """Decoded blocks of a compressed input, up to ``limit`` bytes; a
+        corrupt stream ends the blocks where the damage starts."""
+        buf = bytearray(CHUNK)
+        mv = memoryview(buf)
+        pos = 0
+        try:
+            reader = open_reader(inp, max_decompressed=limit + CHUNK)
+        except OSError:
+            return
+        try:
+            while pos < limit:
+                try:
+                    n = reader.readinto(mv)
+                except Exception:  # noqa: BLE001 - any decoder error ends the read
+                    return
+                if not n:
+                    return
+                yield pos, bytes(mv[:n])
+                pos += n
+        finally:
+            reader.close()
+
+
+# how far on each side of the initiating line a report reads
+AROUND_BYTES = 16 << 10
+
+
+def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str]]:
+    """(line number, text) of the lines around the initiating line, read from
+    its file at the line's byte offset through the diagnosis's reader
+    (bounded reads; gzip/zstd decoded forward up to a bound)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    i = getattr(d, "initiating", None)
+    t = getattr(d, "table", None)
+    if i is None or t is None or not t.num_rows:
+        return []
+    mask = pc.and_(pc.equal(t.column("file").cast(pa.string()), i.file),
+                   pc.equal(t.column("line"), i.line))
+    rows = t.filter(mask)
+    if not rows.num_rows:
+        return []
+    offset = int(rows.column("offset")[0].as_py())
+    reader = getattr(d, "reader", None)
+    if reader is None:
+        from ..io.readback import JobBytes
+
+        reader = JobBytes()
+    start = max(0, offset - AROUND_BYTES)
+    buf = reader.read(i.file, start, offset - start + AROUND_BYTES)
+    if buf is None:
+        return []
+    pre = buf[: offset - start].split(b"\n")
+    if start > 0:
+        pre = pre[1:]              # the first piece may be a partial line
+    pre = pre[:-1] if pre and pre[-1] == b"" else pre
+    post = buf[offset - start:].split(b"\n")
+    if len(buf) == offset - start + AROUND_BYTES:
+        post = post[:-1]           # the last piece may be a partial line
+    out = [(i.line - len(pre[-before:]) + k, x) for k, x in enumerate(pre[-before:])]
+    out += [(i.line + k, x) for k, x in enumerate(post[: after + 1])]
+    return [(n, x.decode("utf-8", "replace").rstrip("\r")) for n, x in out]

@@ -1,0 +1,1 @@
+"""The knowledge base: signature model, loader and field vocabulary (no engine import)."""
