@@ -16,7 +16,7 @@ from denpex_fast.kb.signatures import load_signatures
 
 def benchmark_patterns(n: int = 250) -> list[tuple[str, str]]:
     """``n`` (signature id, expression) pairs from the built-in knowledge base."""
-    kb = load_signatures(validate_patterns=False)
+    kb = load_signatures()
     pairs = [(sig, p) for sig, pats in sorted(kb.patterns().items()) for p in pats]
     if len(pairs) <= n:
         return pairs

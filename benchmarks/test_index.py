@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from denpex_fast.batch.index import build_index
+from denpex_fast.batch.build import build_index
 from denpex_fast.batch.query import open_index
 from denpex_fast.engine.scanner import Scanner
 

@@ -50,7 +50,7 @@ def _gbps(scanner: dx.Scanner, path: Path, rounds: int = 3) -> float:
 
 
 def test_full_set_vs_literal_subset(benchmark, healthy: Path) -> None:
-    kb = load_signatures(validate_patterns=False)
+    kb = load_signatures()
     full = kb.patterns()
     literal = {k: [p for p in v if _literal(p)] for k, v in full.items()}
     literal = {k: v for k, v in literal.items() if v}
@@ -67,7 +67,7 @@ def test_full_set_vs_literal_subset(benchmark, healthy: Path) -> None:
 
 
 def test_each_family(benchmark, healthy: Path) -> None:
-    kb = load_signatures(validate_patterns=False)
+    kb = load_signatures()
     families: dict[str, dict[str, list[str]]] = {}
     for sig in kb:
         fam = Path(sig.source).stem

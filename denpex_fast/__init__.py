@@ -18,7 +18,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "scan": ("engine.scanner", "scan"),
+    "scan": ("api", "scan"),
     "Scanner": ("engine.scanner", "Scanner"),
     "ScanResult": ("engine.scanner", "ScanResult"),
     "MATCH_SCHEMA": ("engine.scanner", "MATCH_SCHEMA"),
@@ -28,7 +28,7 @@ _LAZY = {
     "Attribution": ("facts.attribution", "Attribution"),
     "CancelFlag": ("engine._native", "CancelFlag"),
     "hs_version": ("engine._native", "hs_version"),
-    "load_signatures": ("kb.signatures", "load_signatures"),
+    "load_signatures": ("engine.kbcheck", "load_signatures"),
     "DenpexError": ("errors", "DenpexError"),
     "PatternError": ("errors", "PatternError"),
     "ScanError": ("errors", "ScanError"),
@@ -36,7 +36,7 @@ _LAZY = {
     "FileError": ("errors", "FileError"),
     "open_index": ("batch.query", "open_index"),
     "Index": ("batch.query", "Index"),
-    "build_index": ("batch.index", "build_index"),
+    "build_index": ("batch.build", "build_index"),
     "to_pandas": ("tables", "to_pandas"),
     "pandas_types_mapper": ("tables", "pandas_types_mapper"),
 }

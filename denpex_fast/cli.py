@@ -524,7 +524,8 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
     Exit status: 0 when every job was indexed (files that could not be read
     are recorded in the manifest), 2 when a job failed or on a usage error.
     """
-    from .batch.index import IndexOptions, build_index
+    from .batch.build import build_index
+    from .batch.index import IndexOptions
     from .errors import DenpexError
 
     console = _stderr_console(quiet)
@@ -638,7 +639,7 @@ def signatures_group() -> None:
 def _kb(signature_dirs: tuple[str, ...]) -> Any:
     from .kb.signatures import load_signatures
 
-    return load_signatures(list(signature_dirs) or None, validate_patterns=False)
+    return load_signatures(list(signature_dirs) or None)
 
 
 @signatures_group.command("list")
@@ -719,7 +720,7 @@ def signatures_check(paths: tuple[str, ...]) -> None:
     schema, Hyperscan compile, examples, references between entries.
     Exit status 0 when clean, 1 on problems.
     """
-    from .kb.signatures import check_signatures
+    from .engine.kbcheck import check_signatures
 
     problems, notes, n = check_signatures(list(paths) or None)
     for p in problems:

@@ -24,7 +24,7 @@ SUMMARY = "[rank{r}]:[E501 12:10:40.613000 21000 ProcessGroupNCCL.cpp:1664] [PG 
 
 @pytest.fixture(scope="module")
 def kb():
-    return load_signatures(validate_patterns=False)
+    return load_signatures()
 
 
 def table(rows: list[dict]) -> pa.Table:

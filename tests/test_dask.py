@@ -18,7 +18,7 @@ pytest.importorskip("distributed")
 pytest.importorskip("dask.dataframe")
 
 import denpex_fast as dx  # noqa: E402
-from denpex_fast.batch.index import build_index  # noqa: E402
+from denpex_fast.batch.build import build_index  # noqa: E402
 from denpex_fast.engine.scanner import Scanner  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)

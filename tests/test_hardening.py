@@ -409,12 +409,16 @@ def test_hostile_pattern_in_a_signature_file_names_file_and_id(tmp_path: Path) -
 
     path = write(tmp_path / "demo.toml", [entry("demo-one"),
                                           entry("demo-huge", patterns=["fine", HUGE])])
+    # refused when loading (dx.load_signatures compiles) and when compiling a loaded set
+    with pytest.raises(dx.SignatureError) as at_load:
+        dx.load_signatures([path], builtin=False)
     kb = dx.load_signatures([path], builtin=False, validate_patterns=False)
-    with pytest.raises(dx.SignatureError) as ei:
+    with pytest.raises(dx.SignatureError) as at_compile:
         dx.Scanner(kb, cache_dir=False)
-    msg = str(ei.value)
-    assert str(path) in msg and "demo-huge" in msg and "patterns[1]" in msg
-    assert len(msg) < 600
+    for ei in (at_load, at_compile):
+        msg = str(ei.value)
+        assert str(path) in msg and "demo-huge" in msg and "patterns[1]" in msg
+        assert len(msg) < 600
 
 
 # ---------------------------------------------------------------- 9. concurrency

@@ -24,7 +24,8 @@ from click.testing import CliRunner
 
 import denpex_fast as dx
 import denpex_fast.io.sources as sources
-from denpex_fast.batch.index import IndexOptions, build_index
+from denpex_fast.batch.build import build_index
+from denpex_fast.batch.index import IndexOptions
 from denpex_fast.cli import main as cli_main
 from denpex_fast.engine.scanner import Scanner
 from denpex_fast.io.sources import RAW_FEED, path_from_display

@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 from index_helpers import FILLER, OOM, comparable, jobs_in, make_archive, tar_bytes
 
-from denpex_fast.batch.index import IndexOptions, build_index
+from denpex_fast.batch.build import build_index
+from denpex_fast.batch.index import IndexOptions
 from denpex_fast.batch.query import open_index
 from denpex_fast.cli import main
 from denpex_fast.engine.scanner import Scanner
@@ -285,7 +286,7 @@ def test_signature_set_pickles_for_workers() -> None:
 
     from denpex_fast.kb.signatures import load_signatures
 
-    kb = load_signatures(validate_patterns=False)
+    kb = load_signatures()
     back = pickle.loads(pickle.dumps(kb))
     assert back.ids == kb.ids and list(back) == list(kb)
     with_fields = next(s for s in kb if s.fields)
@@ -356,7 +357,7 @@ def test_sigkill_at_a_random_moment(tmp_path: Path, scanner: Scanner) -> None:
     root.mkdir()
     make_archive(root, n_extra=40)
     out = tmp_path / "index"
-    code = ("import sys; from denpex_fast.batch.index import build_index; "
+    code = ("import sys; from denpex_fast.batch.build import build_index; "
             "from denpex_fast.engine.scanner import Scanner; "
             "build_index(sys.argv[1], sys.argv[2], scanner=Scanner(cache_dir=sys.argv[3]), "
             "threads=2)")

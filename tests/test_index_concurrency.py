@@ -13,8 +13,9 @@ import pyarrow as pa
 import pytest
 from index_helpers import comparable, make_archive
 
-from denpex_fast.batch.index import IndexLockedError, IndexStore, build_index
+from denpex_fast.batch.build import build_index
 from denpex_fast.batch.query import open_index
+from denpex_fast.batch.store import IndexLockedError, IndexStore
 from denpex_fast.engine.scanner import Scanner
 
 

@@ -37,7 +37,7 @@ def _rows(t, root: Path | None) -> set:  # type: ignore[no-untyped-def]
 
 def test_index_and_diagnose_agree_from_any_directory(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from denpex_fast.batch.index import build_index
+    from denpex_fast.batch.build import build_index
 
     root = tmp_path / "archive"
     for name in JOBS:
@@ -63,7 +63,7 @@ def test_index_and_diagnose_agree_from_any_directory(tmp_path: Path,
 def test_every_dataset_names_its_schema_version(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from denpex_fast.batch.index import build_index
+    from denpex_fast.batch.build import build_index
 
     root = tmp_path / "archive"
     shutil.copytree(HERE / "corpus" / "cases" / "008-sigkill-rank", root / "job",

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from index_helpers import make_archive
 
 import denpex_fast as dx
-from denpex_fast.batch.index import build_index
+from denpex_fast.batch.build import build_index
 from denpex_fast.batch.query import format_table
 from denpex_fast.cli import main
 from denpex_fast.engine.scanner import MATCH_SCHEMA, Scanner

@@ -20,7 +20,7 @@ NAN = "[rank1]: FloatingPointError: non-finite loss nan at step 30 on rank 1"
 
 @pytest.fixture(scope="module")
 def kb():
-    return load_signatures(validate_patterns=False)
+    return load_signatures()
 
 
 def _save(step: int, ts: float, line: int) -> dict:

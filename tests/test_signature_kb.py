@@ -29,13 +29,12 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
+from denpex_fast.engine.kbcheck import _longest_literal, load_signatures
 from denpex_fast.kb.signatures import (
     ENV_VAR,
     SignatureError,
     SignatureSet,
-    _longest_literal,
     dangling_references,
-    load_signatures,
 )
 
 ALLOWLIST = Path(__file__).parent / "data" / "healthy_allowlist.toml"

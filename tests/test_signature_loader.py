@@ -19,15 +19,13 @@ import pytest
 
 import denpex_fast
 from denpex_fast import signatures as S
+from denpex_fast.engine.kbcheck import check_signatures, load_signatures, main
 from denpex_fast.kb.signatures import (
     ENV_VAR,
     SignatureError,
     SignatureSet,
     builtin_signature_dir,
-    check_signatures,
     load_file,
-    load_signatures,
-    main,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -149,7 +147,7 @@ ENTRY_CASES: list[tuple[str, list[dict[str, Any]], str]] = [
 def test_entry_refusals(tmp_path: Path, name: str, entries: list[dict[str, Any]], fragment: str) -> None:
     path = write(tmp_path / "demo.toml", entries)
     with pytest.raises(SignatureError) as info:
-        load_signatures([path], builtin=False, validate_patterns=False)
+        load_signatures([path], builtin=False)
     message = str(info.value)
     assert message.startswith(f"{path}: "), message
     assert fragment in message, message
@@ -189,7 +187,7 @@ def test_duplicate_ids_across_files_of_one_source_name_both_files(tmp_path: Path
     first = write(tmp_path / "kb" / "alpha.toml", [entry()])
     second = write(tmp_path / "kb" / "beta.toml", [entry()])
     with pytest.raises(SignatureError) as info:
-        load_signatures([tmp_path / "kb"], builtin=False, validate_patterns=False)
+        load_signatures([tmp_path / "kb"], builtin=False)
     message = str(info.value)
     assert message.startswith(f"{second}: signature 'demo-one': field 'id': duplicate id")
     assert str(first) in message
@@ -197,12 +195,12 @@ def test_duplicate_ids_across_files_of_one_source_name_both_files(tmp_path: Path
 
 def test_missing_path_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SignatureError, match="does not exist"):
-        load_signatures([tmp_path / "nowhere"], builtin=False, validate_patterns=False)
+        load_signatures([tmp_path / "nowhere"], builtin=False)
 
 
 def test_dangling_references_are_warnings_when_loading(tmp_path: Path) -> None:
     path = write(tmp_path / "demo.toml", [entry(caused_by=["nope-missing"], competing=[{"id": "nope-other", "control": "x"}])])
-    kb = load_signatures([path], builtin=False, validate_patterns=False)
+    kb = load_signatures([path], builtin=False)
     assert len(kb) == 1
     assert f"{path}: signature 'demo-one': field 'caused_by': unknown id 'nope-missing'" in kb.warnings
     assert f"{path}: signature 'demo-one': field 'competing[0].id': unknown id 'nope-other'" in kb.warnings
@@ -267,18 +265,18 @@ def test_precedence_pyproject_env_paths(tmp_path: Path, monkeypatch: pytest.Monk
     (project / "pyproject.toml").write_text('[tool.denpex_fast]\nsignatures = ["kb"]\n', encoding="utf-8")
     monkeypatch.chdir(project / "sub" / "deeper")  # the nearest pyproject.toml is found upwards
 
-    kb = load_signatures(builtin=False, validate_patterns=False)
+    kb = load_signatures(builtin=False)
     assert _title(kb) == "from pyproject" and "demo-two" in kb
 
     env_file = write(tmp_path / "env" / "envkb.toml", [entry(title="from env")])
     monkeypatch.setenv(ENV_VAR, str(env_file.parent))
-    kb = load_signatures(builtin=False, validate_patterns=False)
+    kb = load_signatures(builtin=False)
     assert _title(kb) == "from env"
     assert kb["demo-one"].source == str(env_file)
     assert kb["demo-two"].title == "Demo failure"  # entries not overridden stay
 
     arg_file = write(tmp_path / "arg" / "argkb.toml", [entry(title="from paths")])
-    kb = load_signatures([arg_file], builtin=False, validate_patterns=False)
+    kb = load_signatures([arg_file], builtin=False)
     assert _title(kb) == "from paths"
 
 
@@ -286,7 +284,7 @@ def test_env_var_later_entries_override_earlier(tmp_path: Path, monkeypatch: pyt
     a = write(tmp_path / "a" / "team.toml", [entry(title="team")])
     b = write(tmp_path / "b" / "mine.toml", [entry(title="mine")])
     monkeypatch.setenv(ENV_VAR, f"{a}{os.pathsep}{b.parent}{os.pathsep}")  # empty items are skipped
-    kb = load_signatures(builtin=False, validate_patterns=False)
+    kb = load_signatures(builtin=False)
     assert _title(kb) == "mine"
 
 
@@ -297,19 +295,19 @@ def test_nearest_pyproject_wins_even_without_table(tmp_path: Path, monkeypatch: 
     inner.mkdir()
     (inner / "pyproject.toml").write_text('[project]\nname = "inner"\n', encoding="utf-8")
     monkeypatch.chdir(inner)
-    assert len(load_signatures(builtin=False, validate_patterns=False)) == 0
+    assert len(load_signatures(builtin=False)) == 0
 
 
 def test_bad_pyproject_setting_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.denpex_fast]\nsignatures = "kb"\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SignatureError, match=r"pyproject.toml: field 'tool.denpex_fast.kb.signatures'"):
-        load_signatures(builtin=False, validate_patterns=False)
+    with pytest.raises(SignatureError, match=r"pyproject.toml: field 'tool.denpex_fast.signatures'"):
+        load_signatures(builtin=False)
 
 
 def test_user_entry_overrides_builtin(tmp_path: Path) -> None:
     path = write(tmp_path / "override.toml", [entry("os-segfault", title="site-specific segfault advice")])
-    kb = load_signatures([path], validate_patterns=False)
+    kb = load_signatures([path])
     assert kb["os-segfault"].title == "site-specific segfault advice"
     assert kb["os-segfault"].source == str(path)
     assert "os-sigkill" in kb  # the rest of the built-in set is still there
@@ -323,7 +321,7 @@ def test_signature_set_api(tmp_path: Path) -> None:
         entry("demo-b", role="symptom", caused_by=["demo-a"]),
         entry("demo-a", competing=[{"id": "demo-b", "control": "look at the rank"}]),
     ])
-    kb = load_signatures([path], builtin=False, validate_patterns=False)
+    kb = load_signatures([path], builtin=False)
     assert kb.ids == ("demo-a", "demo-b") and [s.id for s in kb] == ["demo-a", "demo-b"]
     assert len(kb) == 2 and kb.warnings == ()
     assert kb.patterns() == {"demo-a": [r"DemoFailureMarker \d+"], "demo-b": [r"DemoFailureMarker \d+"]}

@@ -49,7 +49,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..analysis.incidents import (
+from ..schema import file_names
+from .incidents import (
     TIER_COLLATERAL,
     TIER_NAMES,
     TIER_OPEN,
@@ -471,7 +472,7 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     ``reader``: the job's :class:`denpex_fast.io.readback.JobBytes`, for the last
     line of a rank that went silent (a rank that printed no error at all).
     """
-    from ..analysis.ranker import load_model
+    from .ranker import load_model
 
     model = model or load_model()
     events = build_events(thin_context(table, kb), kb) if events is None else events
@@ -682,19 +683,10 @@ def _node(e: Event) -> str:
     return m.group(1) if m else ""
 
 
-def file_names(table: pa.Table) -> list[str]:
-    """Every file label of a match table, across all its chunks."""
-    import pyarrow.compute as pc
-
-    if not table.num_rows:
-        return []
-    return [x for x in pc.unique(table.column("file").cast(pa.string())).to_pylist() if x is not None]
-
-
 def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.ndarray,
               model: Any) -> list[str]:
     """Reasons, evidence first: which line, which rank, why it beat the others."""
-    from ..analysis.ranker import FEATURES
+    from .ranker import FEATURES
 
     out: list[str] = []
     if virtual and first is None:
@@ -851,7 +843,7 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
                        stall: float | None, skew: Skew, known_ranks: set[int],
                        novel: set[tuple[str, int]] | None = None) -> np.ndarray:
     """One row of :data:`denpex_fast.analysis.ranker.FEATURE_NAMES` per candidate."""
-    from ..analysis.ranker import FEATURE_NAMES
+    from .ranker import FEATURE_NAMES
 
     col = {n: i for i, n in enumerate(FEATURE_NAMES)}
     X = np.zeros((len(cands), len(FEATURE_NAMES)))

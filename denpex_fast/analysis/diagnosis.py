@@ -23,7 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..analysis.causal import (
+from ..schema import RANK_FATE_SCHEMA, file_names
+from .causal import (
     EXIT_FIELDS,
     LAST_ENQUEUED_FIELDS,
     SEQ_FIELDS,
@@ -32,26 +33,12 @@ from ..analysis.causal import (
     Event,
     Ranking,
     field_number,
-    file_names,
     rank_events,
     shadowed,
 )
-from ..analysis.incidents import marks
+from .incidents import marks
 
 SCHEMA = "denpex.diagnosis/1"
-
-RANK_FATE_SCHEMA = pa.schema([
-    pa.field("rank", pa.int32()),
-    pa.field("host", pa.string()),
-    pa.field("first_error_signature", pa.string()),
-    pa.field("first_error_file", pa.string()),
-    pa.field("first_error_line", pa.uint64()),
-    pa.field("exit_code", pa.int32()),
-    pa.field("signal", pa.string()),
-    pa.field("torn_down_by", pa.string()),
-    pa.field("last_step", pa.int64()),
-    pa.field("last_collective_seq", pa.int64()),
-], metadata={b"denpex.schema": b"denpex.rank-fates/1"})
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV",
            15: "SIGTERM"}
@@ -248,7 +235,7 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
     div = None
     errs: list[Any] = []
     if baseline is not None:
-        from ..analysis.baseline import first_divergence
+        from .baseline import first_divergence
 
         div = first_divergence(paths, baseline, per_file=divergence_per_file, errors=errs)
     novel = set(zip(div.column("file").to_pylist(), div.column("line").to_pylist())) if div else None
@@ -313,14 +300,14 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
     if reader is None:
         reader = JobBytes(locations=locations)
 
-    kb = signatures if signatures is not None else load_signatures(validate_patterns=False)
+    kb = signatures if signatures is not None else load_signatures()
     notes: list[str] = []
     if attributed is None:
         attributed = table.num_rows > 0 and (table.column("rank").null_count < table.num_rows
                                              or table.column("ts").null_count < table.num_rows)
     if not attributed and table.num_rows:
-        from ..analysis.causal import thin_context
         from ..facts.attribution import attribute
+        from .causal import thin_context
 
         # context floods (step lines) cost attribution time and memory; the
         # ranking keeps only the first and last rows per rank of each run
@@ -340,7 +327,7 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
 def _progress(table: pa.Table, reader: Any,
               tail_files: set[str] | None = None) -> dict[int, int]:
     """Last step per rank from the tails of the job's plain files."""
-    from ..analysis.progress import last_steps
+    from .progress import last_steps
 
     names = [n for n in file_names(table) if tail_files is None or n in tail_files]
     return last_steps(names, reader=reader) if names else {}
@@ -370,7 +357,7 @@ def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnos
     d.score = r.probability
     d.stopped_after = r.stopped_after
     d.events, d.kb = events, kb
-    from ..analysis.resume import resume_point
+    from .resume import resume_point
 
     if first is not None or r.stopped_after is not None or r.suspect_rank is not None:
         cut = inc.t if inc is not None else None

@@ -9,7 +9,7 @@ out-of-fold outcomes, so it says how often diagnoses like this one were
 right on jobs the weights never saw.  Weights, the
 calibration and the threshold below which a diagnosis is only ``suspect``
 live in ``ranking_model.json``, fitted by
-``python -m denpex_fast.evaluate --fit`` with cross-validation grouped by
+``python benchmarks/corpus_eval.py --fit`` with cross-validation grouped by
 source thread / generator configuration (never in-sample)::
 
     >>> from denpex_fast.analysis.ranker import load_model

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.causal import STEP_FIELDS, Event, field_number
-from ..analysis.incidents import marks
+from .causal import STEP_FIELDS, Event, field_number
+from .incidents import marks
 
 
 @dataclass

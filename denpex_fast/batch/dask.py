@@ -18,6 +18,8 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..schema import MATCH_SCHEMA
+
 LOCAL = "local"
 
 
@@ -65,7 +67,6 @@ def _scan_partition(path: str, scanner: Any, errors: str = "raise") -> Any:
     import fsspec
     from fsspec.implementations.local import LocalFileSystem
 
-    from ..engine.scanner import MATCH_SCHEMA
 
     fs, p = fsspec.core.url_to_fs(path)
     if isinstance(fs, LocalFileSystem):
@@ -92,7 +93,6 @@ def meta() -> Any:
     """An empty pandas frame with the match table's columns and dtypes."""
     from dask.dataframe.utils import clear_known_categories
 
-    from ..engine.scanner import MATCH_SCHEMA
 
     return clear_known_categories(_to_pandas(MATCH_SCHEMA.empty_table()))
 
@@ -134,7 +134,7 @@ def index_jobs_on_dask(address: Any, jobs: list[Any], ctx: Any,
     """
     from distributed import as_completed
 
-    from ..batch.index import index_job
+    from .index import index_job
 
     client, owned = connect(address)
     try:

@@ -1,81 +1,31 @@
-"""The index: a partitioned Parquet dataset of many jobs, kept up to date.
-
-Layout (hive partitioning by ``job``; one directory per job in each dataset)::
-
-    INDEX/matches/job=<job>/part-0.parquet      attributed match table
-    INDEX/rank_fates/job=<job>/part-0.parquet   one row per rank
-    INDEX/diagnosis/job=<job>/part-0.parquet    one row per job
-    INDEX/manifest/job=<job>/part-0.parquet     one row per file: size, mtime, hash, status
+"""Index one job: scan it, diagnose it and turn the result into the index's rows.
 
 Re-running only scans jobs with new or changed files: a file is unchanged
 when its size and mtime equal the manifest's (or, when they differ, its
 content hash does; ``checksum=True`` always compares hashes).  A changed job
-is re-scanned and re-diagnosed and all its partitions are replaced.
-
-Commits are per job and crash-safe: the partitions are written to
-``INDEX/.tmp/``, a marker ``INDEX/.pending/<job>`` is created, each partition
-directory is swapped in with a rename (the old one moved to ``INDEX/.trash/``),
-and the marker is removed last.  A job whose marker survives a crash is
-indexed again by the next run; readers never see a half-written file, and
-they see only jobs whose commit completed (no marker, a diagnosis
-partition), so a job cut between its partitions stays hidden until the next
-run commits it whole.  One writer at a time per index: a run holds
-``INDEX/.lock`` (``fcntl`` locally, a lease file on other filesystems) and a
-second one waits up to ``lock_timeout`` seconds, then stops with
-:class:`IndexLockedError` naming the owner; it never touches the first
-one's staged files.  Worker processes (``processes=``) die with their parent.
+is re-scanned and re-diagnosed and all its partitions are replaced
+(:mod:`denpex_fast.batch.store`); :mod:`denpex_fast.batch.build` runs this
+for many jobs.
 """
+
 
 from __future__ import annotations
 
-import contextlib
-import json
-import multiprocessing
 import os
-import signal
-import socket
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import unquote
 
-import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
-from fsspec.implementations.local import LocalFileSystem
-from fsspec.implementations.memory import MemoryFileSystem
 
-from ..errors import DenpexError
-from ..io.jobs import HashingReader, Job, JobFile, StreamError, discover_jobs, file_digest
+from ..io.jobs import HashingReader, Job, JobFile, StreamError, file_digest
 from ..io.sources import display_name
-
-DATASETS = ("matches", "rank_fates", "diagnosis", "manifest")  # commit order
-PARTITIONING = ds.partitioning(pa.schema([("job", pa.string())]), flavor="hive")
-TS = pa.timestamp("us", tz="UTC")
-
-MANIFEST_SCHEMA = pa.schema([
-    ("path", pa.string()), ("size", pa.int64()), ("mtime", TS), ("hash", pa.string()),
-    ("status", pa.string()), ("error", pa.string()),
-], metadata={b"denpex.schema": b"denpex.manifest/1"})
-
-DIAGNOSIS_SCHEMA = pa.schema([
-    ("initiating_signature", pa.string()), ("initiating_rank", pa.int32()),
-    ("initiating_host", pa.string()), ("initiating_file", pa.string()),
-    ("initiating_line", pa.uint64()), ("initiating_ts", TS), ("confidence", pa.float64()),
-    ("fix_id", pa.string()), ("verdict", pa.string()), ("n_matches", pa.int64()),
-    ("n_causes", pa.int64()), ("n_symptoms", pa.int64()), ("n_ranks", pa.int64()),
-    # added by the index
-    ("scanned_at", TS), ("last_modified", TS), ("n_files", pa.int64()),
-    ("n_file_errors", pa.int64()), ("bytes_scanned", pa.int64()), ("seconds", pa.float64()),
-], metadata={b"denpex.schema": b"denpex.diagnosis-rows/1"})
-
+from ..schema import DIAGNOSIS_SCHEMA, MANIFEST_SCHEMA, MATCH_SCHEMA
+from .store import IndexStore
 
 # -- the diagnosis API: every call to it is here ------------------------------
 
@@ -148,7 +98,7 @@ class JobContext:
                 from ..kb.signatures import load_signatures
 
                 paths = list(key) if key is not None else None
-                kb = _SIGNATURE_CACHE[key] = load_signatures(paths, validate_patterns=False)
+                kb = _SIGNATURE_CACHE[key] = load_signatures(paths)
         self.signature_set = kb
         return kb
 
@@ -175,241 +125,9 @@ class JobReport:
     error: str | None = None
 
 
-# -- storage ------------------------------------------------------------------
-
-#: seconds after which a lease file on a non-local index is taken over
-LEASE_STALE = 6 * 3600.0
-
-
-class IndexLockedError(DenpexError, RuntimeError):
-    """Another ``denpex index`` is writing this index."""
-
-    def __init__(self, url: str, owner: str) -> None:
-        super().__init__(f"{url}: another denpex index is writing this index ({owner}); "
-                         "wait for it to finish, or give a lock timeout to wait")
-        self.url, self.owner = url, owner
-
-
-def _owner_text(raw: bytes) -> str:
-    try:
-        o = json.loads(raw or b"{}")
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(o["since"])))
-        return f"pid {o['pid']} on {o['host']} since {since}"
-    except (ValueError, KeyError, TypeError):
-        return "owner unknown"
-
-
-def partition_name(job: str) -> str:
-    """The partition directory of ``job`` (``job=<percent-encoded name>``)."""
-    return PARTITIONING.format(pc.field("job") == job)[0]
-
-
-class IndexStore:
-    """Paths and atomic partition swaps of an index on any fsspec filesystem."""
-
-    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
-        self.url = url
-        self.fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
-        self.root = root.rstrip("/") or root
-        self.local = isinstance(self.fs, LocalFileSystem)
-
-    def path(self, *parts: str) -> str:
-        """A path inside the index."""
-        return "/".join([self.root, *parts])
-
-    def arrow_fs(self) -> Any:
-        """The filesystem to give pyarrow (None for local paths)."""
-        return None if self.local else self.fs
-
-    def _rename(self, src: str, dst: str) -> None:
-        if self.local:
-            os.replace(src, dst)  # atomic on one filesystem
-        else:
-            self.fs.mv(src, dst, recursive=True)
-
-    def _exists(self, path: str) -> bool:
-        return os.path.lexists(path) if self.local else self.fs.exists(path)
-
-    def _rm(self, path: str) -> None:
-        try:
-            self.fs.rm(path, recursive=True)
-        except FileNotFoundError:
-            pass
-
-    def _marker(self, job: str) -> str:
-        return self.path(".pending", partition_name(job))
-
-    # -- one writer -------------------------------------------------------
-    @contextlib.contextmanager
-    def writer_lock(self, timeout: float = 0.0) -> Iterator[None]:
-        """Hold the index's writer lock for the block.
-
-        Local index: ``fcntl.flock`` on ``.lock`` (released by the kernel if
-        the writer dies).  Other filesystems: a lease file naming its owner
-        (host, pid, start); a lease older than :data:`LEASE_STALE` seconds is
-        taken over.  Another writer makes this wait up to ``timeout`` seconds,
-        then raise :class:`IndexLockedError` naming the owner.
-        """
-        deadline = time.monotonic() + max(timeout, 0.0)
-        owner = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
-        if self.local:
-            import fcntl
-
-            fd = os.open(self.path(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() >= deadline:
-                            raise IndexLockedError(
-                                self.url, _owner_text(os.pread(fd, 4096, 0))) from None
-                        time.sleep(0.2)
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, json.dumps(owner).encode(), 0)
-                yield
-            finally:
-                os.close(fd)  # closing releases the lock
-            return
-        lease = self.path(".lock")
-        while True:
-            try:
-                held = json.loads(self.fs.cat_file(lease))
-            except (FileNotFoundError, ValueError):
-                held = None
-            if held is None or time.time() - float(held.get("since", 0)) > LEASE_STALE:
-                break
-            if time.monotonic() >= deadline:
-                raise IndexLockedError(self.url, _owner_text(json.dumps(held).encode()))
-            time.sleep(1.0)
-        self.fs.pipe_file(lease, json.dumps(owner).encode())
-        try:
-            yield
-        finally:
-            self._rm(lease)
-
-    # -- state ------------------------------------------------------------
-    def recover(self) -> None:
-        """Delete what an interrupted run left in ``.tmp`` and ``.trash``."""
-        for d in (".tmp", ".trash"):
-            self._rm(self.path(d))
-
-    def committed_jobs(self) -> set[str]:
-        """Jobs with a complete commit (a diagnosis partition and no pending marker)."""
-        def names(sub: str) -> set[str]:
-            try:
-                entries = self.fs.ls(self.path(sub), detail=False)
-            except FileNotFoundError:
-                return set()
-            out = set()
-            for e in entries:
-                base = e.rstrip("/").rsplit("/", 1)[-1]
-                if base.startswith("job="):
-                    out.add(unquote(base[4:]))
-            return out
-
-        return names("diagnosis") - names(".pending")
-
-    def read(self, name: str, schema: pa.Schema | None = None, *,
-             committed_only: bool = True) -> pa.Table:
-        """One dataset (``matches``...) as a table with its ``job`` column.
-
-        ``committed_only``: only jobs whose commit completed (a crash between
-        a job's partitions leaves its pending marker; its rows stay hidden
-        until the next run commits it whole).
-        """
-        table = self._read_all(name, schema)
-        if committed_only and table.num_rows:
-            keep = pa.array(sorted(self.committed_jobs()), pa.string())
-            table = table.filter(pc.is_in(table.column("job"), value_set=keep))
-        return table
-
-    def committed_files(self, name: str) -> list[str]:
-        """The Parquet files of ``name`` that belong to completely committed jobs."""
-        try:
-            files = self.fs.glob(self.path(name, "job=*", "*.parquet"))
-        except FileNotFoundError:
-            return []
-        done = self.committed_jobs()
-        return sorted(f for f in files
-                      if unquote(f.rstrip("/").rsplit("/", 2)[-2][4:]) in done)
-
-    def _read_all(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
-        path = self.path(name)
-        try:
-            if not self._exists(path):
-                raise FileNotFoundError(path)
-            dset = ds.dataset(path, format="parquet", partitioning="hive",
-                              filesystem=self.arrow_fs())
-            files = dset.files
-        except (FileNotFoundError, pa.ArrowInvalid):
-            files = []
-        if not files:
-            base = schema if schema is not None else pa.schema([])
-            return base.append(pa.field("job", pa.string())).empty_table()
-        schemas = [ds.dataset(f, format="parquet", filesystem=self.arrow_fs()).schema
-                   for f in files[:1]]
-        if schema is not None:
-            schemas.append(schema)
-        unified = pa.unify_schemas(schemas + [pa.schema([("job", pa.string())])])
-        table = ds.dataset(path, format="parquet", partitioning="hive", schema=unified,
-                           filesystem=self.arrow_fs()).to_table()
-        return table.unify_dictionaries()  # one dictionary per column: group_by/compute work
-
-    # -- commit -----------------------------------------------------------
-    def commit(self, job: str, tables: dict[str, pa.Table | None]) -> None:
-        """Replace ``job``'s partitions by ``tables`` atomically per partition.
-
-        ``None`` leaves a dataset untouched; an empty table removes the job's
-        partition.  A crash at any point leaves the pending marker, so the
-        next run indexes the job again.
-        """
-        tmp = self.path(".tmp", uuid.uuid4().hex)
-        part = partition_name(job)
-        staged: dict[str, str | None] = {}
-        for name in DATASETS:
-            table = tables.get(name)
-            if table is None:
-                continue
-            if table.num_rows == 0:
-                staged[name] = None
-                continue
-            table = table.append_column("job", pa.array([job] * table.num_rows, pa.string()))
-            ds.write_dataset(table, f"{tmp}/{name}", format="parquet", partitioning=PARTITIONING,
-                             filesystem=self.arrow_fs(), basename_template="part-{i}.parquet",
-                             existing_data_behavior="overwrite_or_ignore",
-                             create_dir=True)
-            staged[name] = f"{tmp}/{name}/{part}"
-        marker = self._marker(job)
-        self.fs.makedirs(self.path(".pending"), exist_ok=True)
-        self.fs.makedirs(self.path(".trash"), exist_ok=True)
-        self.fs.pipe_file(marker, b"")
-        for name in DATASETS:
-            if name not in staged:
-                continue
-            dest = self.path(name, part)
-            if self._exists(dest):
-                self._rename(dest, self.path(".trash", uuid.uuid4().hex))
-            src = staged[name]
-            if src is not None:
-                self.fs.makedirs(self.path(name), exist_ok=True)
-                self._rename(src, dest)
-        self.fs.rm(marker)
-        self._rm(tmp)
-
-    def drop(self, job: str) -> None:
-        """Remove every partition of ``job``."""
-        self.commit(job, {name: pa.table({}) for name in DATASETS})
-
-    def clean(self) -> None:
-        """Remove ``.tmp``/``.trash`` leftovers of this run."""
-        self.recover()
-
-
 # -- one job ------------------------------------------------------------------
 
-def _plan(job: Job, previous: list[dict[str, Any]] | None, opts: IndexOptions,
+def plan_job(job: Job, previous: list[dict[str, Any]] | None, opts: IndexOptions,
           stat_only: bool = False) -> tuple[str, dict[str, str]]:
     """``("full"|"unchanged"|"touched", {rel: hash of touched files})``.
 
@@ -483,7 +201,6 @@ def scan_job(job: Job, ctx: JobContext,
     members of an archive are named in its row's ``error``.
     ``on_file(size)`` is called per file done.
     """
-    from ..engine.scanner import MATCH_SCHEMA
 
     scanner, o = ctx.scanner, ctx.options
     tables: list[pa.Table] = []
@@ -611,7 +328,7 @@ def index_job(job: Job, ctx: JobContext, previous: list[dict[str, Any]] | None,
     """
     t0 = time.perf_counter()
     try:
-        plan, touched = _plan(job, previous, ctx.options)
+        plan, touched = plan_job(job, previous, ctx.options)
         if plan == "unchanged":
             return JobReport(job.name, "unchanged", files=len(job.files), size=job.size)
         store = ctx.store()
@@ -641,227 +358,3 @@ def index_job(job: Job, ctx: JobContext, previous: list[dict[str, Any]] | None,
                          seconds=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}")
 
 
-# -- many jobs ----------------------------------------------------------------
-
-@dataclass
-class IndexSummary:
-    """The outcome of :func:`build_index`: one report per job, plus pruned jobs."""
-
-    reports: list[JobReport] = field(default_factory=list)
-    pruned: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def count(self, status: str) -> int:
-        """Jobs with this status."""
-        return sum(r.status == status for r in self.reports)
-
-    @property
-    def ok(self) -> bool:
-        """True when no job failed."""
-        return not any(r.status == "failed" for r in self.reports)
-
-
-ProgressHook = Callable[[str, Any], None]  # ("start", (jobs, files, bytes)) / ("file", size) / ("job", report)
-
-
-def previous_manifests(store: IndexStore) -> dict[str, list[dict[str, Any]]]:
-    """Manifest rows of every completely committed job."""
-    committed = store.committed_jobs()
-    table = store.read("manifest", MANIFEST_SCHEMA)
-    out: dict[str, list[dict[str, Any]]] = {j: [] for j in committed}
-    for row in table.to_pylist():
-        if row["job"] in out:
-            out[row["job"]].append(row)
-    return out
-
-
-def build_index(root: str, index: str, *, scanner: Any = None,
-                signatures: Iterable[str] | None = None, job_glob: str | None = None,
-                job_regex: str | None = None, threads: int | None = None,
-                processes: int | None = None, dask: Any = None, prune: bool = False,
-                options: IndexOptions | None = None,
-                storage_options: dict[str, Any] | None = None,
-                progress: ProgressHook | None = None,
-                lock_timeout: float = 0.0) -> IndexSummary:
-    """Index every job under ``root`` into the dataset at ``index``.
-
-    ``scanner``: a :class:`~denpex_fast.Scanner` (default: the built-in
-    knowledge base, or ``signatures`` paths added to it); ``threads``: jobs
-    indexed at once (default: all cores); ``processes``: index that many
-    jobs at once in worker processes instead of threads (diagnosis is
-    Python and holds the GIL, so processes scale better on many cores;
-    each worker commits its own jobs; as with any ``multiprocessing``, a
-    script calling this needs an ``if __name__ == "__main__":`` guard);
-    ``dask``: a ``distributed.Client``, a scheduler address or ``"local"``
-    to run the jobs on a Dask cluster instead; ``prune``: drop jobs no longer under
-    ``root``; ``options``: :class:`IndexOptions`.  Only new or changed jobs
-    are scanned; see the module docstring for the commit protocol.
-
-    One writer at a time: the run holds the index's lock (``fcntl`` on a
-    local index, a lease file elsewhere); ``lock_timeout``: seconds to wait
-    for another writer to finish before :class:`IndexLockedError` (0: fail
-    at once).  Readers never wait and see only completely committed jobs.
-    """
-    from ..engine.scanner import Scanner
-
-    if processes is not None and (threads is not None or dask is not None):
-        raise ValueError("give threads, processes or dask, not two of them")
-    if processes is not None and processes < 1:
-        raise ValueError("processes must be >= 1")
-    t0 = time.perf_counter()
-    opts = options or IndexOptions()
-    sig_paths = tuple(str(p) for p in signatures) if signatures else None
-    if scanner is None:
-        scanner = Scanner(list(sig_paths) if sig_paths else None)
-    elif scanner.signature_set is None:
-        sig_paths = ()
-    ctx = JobContext(scanner, index, sig_paths, opts, dict(storage_options or {}),
-                     scanner.signature_set)
-    store = ctx.store()
-    store.fs.makedirs(store.root, exist_ok=True)
-    with store.writer_lock(lock_timeout):
-        return _build(root, store, ctx, opts, job_glob, job_regex, storage_options, progress,
-                      dask, processes, threads, prune, index, t0)
-
-
-def _build(root: str, store: IndexStore, ctx: JobContext, opts: IndexOptions,
-           job_glob: str | None, job_regex: str | None,
-           storage_options: dict[str, Any] | None, progress: ProgressHook | None, dask: Any,
-           processes: int | None, threads: int | None, prune: bool, index: str,
-           t0: float) -> IndexSummary:
-    """The body of :func:`build_index`, run while holding the index's writer lock."""
-    from ..engine.scanner import default_threads
-
-    store.recover()
-    jobs = discover_jobs(root, job_glob=job_glob, job_regex=job_regex, exclude=index,
-                         storage_options=storage_options)
-    previous = previous_manifests(store)
-    summary = IndexSummary()
-    if progress:
-        progress("start", (len(jobs), sum(len(j.files) for j in jobs), sum(j.size for j in jobs)))
-    if dask is not None:
-        from ..batch.dask import index_jobs_on_dask
-
-        results: Iterable[JobReport] = index_jobs_on_dask(dask, jobs, ctx, previous)
-    elif processes is not None:
-        if _in_memory(store.fs) or any(_in_memory(j.fs) for j in jobs):
-            raise ValueError("a memory:// root or index is private to this process; "
-                             "index it with threads")
-        results = _index_processes(jobs, ctx, previous, processes)
-    else:
-        results = _index_threads(jobs, ctx, previous, threads or default_threads(), progress)
-    for rep in results:
-        summary.reports.append(rep)
-        if progress:
-            progress("job", rep)
-    if prune:
-        live = {j.name for j in jobs}
-        for name in sorted(set(previous) | store.committed_jobs()):
-            if name not in live:
-                store.drop(name)
-                summary.pruned.append(name)
-    store.clean()
-    summary.reports.sort(key=lambda r: r.job)
-    summary.seconds = time.perf_counter() - t0
-    return summary
-
-
-def _index_threads(jobs: list[Job], ctx: JobContext, previous: dict[str, Any], n: int,
-                   progress: ProgressHook | None) -> Iterator[JobReport]:
-    on_file = (lambda size: progress("file", size)) if progress else None
-    # Many jobs: one thread each, scanning with one thread; few jobs: share the cores.
-    ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
-    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="denpex-index") as pool:
-        futures = [pool.submit(index_job, j, ctx, previous.get(j.name), on_file) for j in jobs]
-        try:
-            for fut in as_completed(futures):
-                yield fut.result()
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
-
-
-def _per_job_threads(n: int, n_jobs: int) -> int:
-    """Scanning threads per job when ``n`` jobs run at once."""
-    return max(1, n // max(1, min(n, n_jobs)))
-
-
-def _in_memory(fs: Any) -> bool:
-    return isinstance(fs, MemoryFileSystem)
-
-
-# -- worker processes ---------------------------------------------------------
-
-_WORKER_CTX: JobContext | None = None
-
-
-def _die_with_parent(parent: int) -> None:
-    """Make this worker die when the process that started it does (``kill -9``
-    of ``denpex index`` must not leave ~150 MB workers behind)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        pass
-    if os.getppid() != parent:  # the parent died before the line above ran
-        os._exit(1)
-
-
-def _init_worker(ctx: JobContext, parent: int | None = None) -> None:
-    """Runs once in each worker process: keep the (unpickled) job context."""
-    global _WORKER_CTX
-    if parent is not None:
-        _die_with_parent(parent)
-    # Ctrl-C goes to the whole process group; the parent decides what stops.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER_CTX = ctx
-    ctx.signatures()  # loaded now, not inside the first job's timing
-
-
-def _index_job_in_worker(job: Job, previous: list[dict[str, Any]] | None) -> JobReport:
-    assert _WORKER_CTX is not None
-    return index_job(job, _WORKER_CTX, previous)
-
-
-def _index_processes(jobs: list[Job], ctx: JobContext, previous: dict[str, Any],
-                     n: int) -> Iterator[JobReport]:
-    """Index the jobs in ``n`` worker processes; each commits its own jobs.
-
-    The context (scanner and knowledge base) is pickled once per worker,
-    not per job: workers deserialize the compiled database, never compile.
-    Workers are started with "spawn": the parent has threads and native
-    scratch space that a forked child must not inherit.  A worker that dies
-    fails its unfinished jobs (their pending markers make the next run
-    index them again) instead of the whole run.
-    """
-    todo = []
-    for j in jobs:  # unchanged by size and mtime: no worker needs to start for these
-        if _plan(j, previous.get(j.name), ctx.options, stat_only=True)[0] == "unchanged":
-            yield JobReport(j.name, "unchanged", files=len(j.files), size=j.size)
-        else:
-            todo.append(j)
-    if not todo:
-        return
-    jobs = todo
-    ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
-    pool = ProcessPoolExecutor(max_workers=min(n, len(jobs)),
-                               mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(ctx, os.getpid()))
-    with pool:
-        futures: dict[Future[JobReport], Job] = {
-            pool.submit(_index_job_in_worker, j, previous.get(j.name)): j for j in jobs}
-        try:
-            for fut in as_completed(futures):
-                try:
-                    yield fut.result()
-                except BrokenProcessPool as exc:
-                    job = futures[fut]
-                    yield JobReport(job.name, "failed", files=len(job.files), size=job.size,
-                                    error=f"worker process died: {exc}")
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise

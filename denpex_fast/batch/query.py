@@ -29,7 +29,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..batch.index import DATASETS, DIAGNOSIS_SCHEMA, MANIFEST_SCHEMA, PARTITIONING, IndexStore
+from ..schema import DIAGNOSIS_SCHEMA, MANIFEST_SCHEMA, MATCH_SCHEMA, RANK_FATE_SCHEMA
+from .store import DATASETS, PARTITIONING, IndexStore
 
 #: DuckDB settings of the default (safe) connection; ``unsafe=True`` drops them
 SAFE_DUCKDB_CONFIG: dict[str, Any] = {
@@ -80,9 +81,6 @@ REPORTS = {
 
 
 def _empty_schema(name: str) -> pa.Schema:
-    from ..analysis.diagnosis import RANK_FATE_SCHEMA
-    from ..engine.scanner import MATCH_SCHEMA
-
     base = {"matches": MATCH_SCHEMA, "diagnosis": DIAGNOSIS_SCHEMA,
             "rank_fates": RANK_FATE_SCHEMA, "manifest": MANIFEST_SCHEMA}[name]
     return base.append(pa.field("job", pa.string()))

@@ -49,21 +49,27 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from ..engine import _native, cache
-from ..errors import FileError, PatternError, ScanError, SignatureError, file_error_from_os
+from ..errors import (
+    FileError,
+    PatternError,
+    ScanError,
+    SignatureError,
+    file_error_from_os,
+    shown_pattern,
+)
 from ..io.sources import (
     SNIFF_BYTES,
     CorruptInput,
+    Decoded,
     Input,
     LimitExceeded,
+    Plain,
     TruncatedInput,
-    _Decoded,
-    _Plain,
     binary_reason,
     limit_or_default,
     open_reader,
@@ -71,25 +77,11 @@ from ..io.sources import (
     sniff,
     wrong_magic,
 )
+from ..schema import COUNTS_SCHEMA, MATCH_SCHEMA
+from . import _native, cache
 
-MATCH_SCHEMA = pa.schema([
-    pa.field("file", pa.dictionary(pa.int32(), pa.string())),
-    pa.field("line", pa.uint64()),
-    pa.field("offset", pa.uint64()),
-    pa.field("match_end", pa.uint64()),
-    pa.field("signature", pa.dictionary(pa.int32(), pa.string())),
-    pa.field("text", pa.string()),
-    pa.field("rank", pa.int32()),
-    pa.field("host", pa.dictionary(pa.int32(), pa.string())),
-    pa.field("ts", pa.timestamp("us", tz="UTC")),
-], metadata={b"denpex.schema": b"denpex.matches/1"})
-
-COUNTS_SCHEMA = pa.schema([
-    pa.field("file", pa.string()),
-    pa.field("signature", pa.string()),
-    pa.field("lines", pa.uint64()),
-    pa.field("kept", pa.uint64()),
-])
+if TYPE_CHECKING:
+    from ..kb.signatures import Signature
 
 DEFAULT_UNIT = 256 << 20       # a file range scanned by one task
 STREAM_CHUNK = 4 << 20         # decompressed bytes per native call
@@ -320,9 +312,8 @@ class Scanner:
                 sig, k = where[exc.expression]
                 err = PatternError(sig, k, self._patterns[sig][k], str(exc))
                 if self.signature_set is not None:  # name the signature file too
-                    from ..kb.signatures import _pattern_failure
 
-                    found = _pattern_failure(err, {s.id: s for s in self.signature_set})
+                    found = pattern_failure(err, {s.id: s for s in self.signature_set})
                     if found is not None:
                         raise SignatureError(found[1]) from None
                 raise err from None
@@ -373,25 +364,17 @@ class Scanner:
         return s
 
     # -- public scanning API ---------------------------------------------
-    def scan(self, paths: Iterable[Any] | str | os.PathLike[str], *,
-             attribute: bool | Mapping[str, Any] = False, **kwargs: Any) -> pa.Table:
+    def scan(self, paths: Iterable[Any] | str | os.PathLike[str], **kwargs: Any) -> pa.Table:
         """Scan files/directories (``-`` = stdin) into the match table.
 
         Keyword arguments are those of :meth:`run`.  With ``errors="raise"``
         (default) a failed input raises :class:`~denpex_fast.ScanError`
         carrying the partial result; with ``errors="collect"`` the table's
         schema metadata ``denpex.errors`` lists failed inputs as JSON.
-
-        ``attribute=True`` fills ``rank``, ``host`` and ``ts`` (otherwise
-        null) with :func:`denpex_fast.attribute` before returning; a mapping
-        instead of True gives its keyword arguments, e.g.
-        ``attribute={"default_tz": "Europe/Berlin"}``.  For the notes on what
-        attribution assumed, call ``dx.attribute(table)`` yourself.
+        ``rank``, ``host`` and ``ts`` are null: ``dx.attribute(table)`` (or
+        ``dx.scan(..., attribute=True)``) fills them.
         """
-        table = self.run(paths, **kwargs).table
-        if attribute:
-            table = _attributed(table, attribute, kwargs.get("threads"))
-        return table
+        return self.run(paths, **kwargs).table
 
     def run(
         self,
@@ -514,8 +497,8 @@ class Scanner:
         t0 = time.perf_counter()
         head = readable.read(4) or b""
         kind = sniff(head)
-        reader = (_Decoded(readable, kind, max_decompressed, max_ratio, head) if kind
-                  else _Plain(readable, head, limit_or_default(max_decompressed)))
+        reader = (Decoded(readable, kind, max_decompressed, max_ratio, head) if kind
+                  else Plain(readable, head, limit_or_default(max_decompressed)))
         task = _Task(0, Input(name, None, kind, 0))
         flag = cancel or _native.CancelFlag()
         tally = _native.Tally(len(self.signature_ids))
@@ -861,19 +844,6 @@ class _Collector:
                          "kept": pa.array(kept, pa.uint64())}, schema=COUNTS_SCHEMA)
 
 
-def _attributed(table: pa.Table, options: bool | Mapping[str, Any],
-                threads: int | None) -> pa.Table:
-    """``table`` with rank, host and ts filled; the scan's metadata (errors) kept."""
-    from ..facts.attribution import attribute
-
-    kwargs = dict(options) if isinstance(options, Mapping) else {}
-    if threads is not None:
-        kwargs.setdefault("threads", threads)
-    out = attribute(table, **kwargs).table
-    meta = {**(out.schema.metadata or {}), **(table.schema.metadata or {})}
-    return out.replace_schema_metadata(meta)
-
-
 def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:
     s = Scanner.__new__(Scanner)
     s.signature_set = None
@@ -895,12 +865,27 @@ def _load_signature_set(signatures: Any) -> Any:
     # The Scanner compiles the patterns itself (and names the file of a
     # refused pattern), so the loader does not compile them a second time.
     if signatures is None:
-        return kb.load_signatures(validate_patterns=False)
+        return kb.load_signatures()
     if hasattr(signatures, "patterns") and callable(signatures.patterns):
         return signatures
     if isinstance(signatures, (str, bytes, os.PathLike)):
         signatures = [signatures]
-    return kb.load_signatures(list(signatures), validate_patterns=False)
+    return kb.load_signatures(list(signatures))
+
+
+def pattern_failure(exc: BaseException, sigs: Mapping[str, Signature]) -> tuple[str, str] | None:
+    """Turn the scanner's PatternError into (id, message) naming file and pattern."""
+    sid = getattr(exc, "signature", None)
+    index = getattr(exc, "index", None)
+    if not isinstance(sid, str) or sid not in sigs or not isinstance(index, int):
+        return None
+    sig = sigs[sid]
+    expr = sig.patterns[index] if 0 <= index < len(sig.patterns) else "?"
+    hs_message = getattr(exc, "hs_message", None) or str(exc)
+    return sid, (
+        f"{sig.source}: signature '{sid}': field 'patterns[{index}]': "
+        f"Hyperscan refuses {shown_pattern(expr)}: {hs_message}"
+    )
 
 
 _DEFAULT: Scanner | None = None
@@ -914,30 +899,3 @@ def default_scanner() -> Scanner:
         if _DEFAULT is None:
             _DEFAULT = Scanner()
         return _DEFAULT
-
-
-def scan(paths: Iterable[Any] | str | os.PathLike[str], signatures: Any = None, *,
-         patterns: Mapping[str, str | Sequence[str]] | None = None,
-         threads: int | None = None, **kwargs: Any) -> pa.Table:
-    """Scan ``paths`` (files, directories, ``-``) into the match table.
-
-    ``signatures``/``patterns`` choose what to look for (see :class:`Scanner`);
-    other keyword arguments go to :meth:`Scanner.run` (``errors``, ``mmap``,
-    ``progress``, ...) or to the :class:`Scanner` constructor
-    (``max_rows_per_signature``, ``max_text``, ``cache_dir``, ``caseless``).
-
-    ``rank``, ``host`` and ``ts`` are null unless ``attribute=True`` (or a
-    mapping of :func:`denpex_fast.attribute` keyword arguments, such as
-    ``{"default_tz": "Europe/Berlin"}``): then they are filled from launcher
-    prefixes, paths and timestamps, in the same call::
-
-        >>> t = dx.scan("job/", attribute=True)
-        >>> dx.to_pandas(t)          # rank stays an integer (pandas Int32)
-    """
-    ctor_keys = ("max_rows_per_signature", "max_text", "cache_dir", "caseless")
-    ctor = {k: kwargs.pop(k) for k in ctor_keys if k in kwargs}
-    if signatures is None and patterns is None and not ctor:
-        scanner = default_scanner()
-    else:
-        scanner = Scanner(signatures, patterns=patterns, **ctor)
-    return scanner.scan(paths, threads=threads, **kwargs)

@@ -100,8 +100,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..facts import timeparse as tp
-from ..facts.timeparse import MISSING, ParsedTimes
+from ..schema import MATCH_SCHEMA, file_codes
+from . import timeparse as tp
+from .timeparse import MISSING, ParsedTimes
 
 BATCH_ROWS = 1 << 18           # rows per parallel batch
 HEAD_WINDOW = 64 << 10         # bytes read from a file's start for a year or boot reference
@@ -846,21 +847,6 @@ def _read_candidates(read: Callable[[int, int], bytes], size: int, lo: np.ndarra
 # the stage
 
 
-def _file_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    # unifying the dictionaries of many chunks costs chunks x names (each
-    # small file's batch carries every name); re-encoding costs only rows
-    if pa.types.is_dictionary(col.type) and col.num_chunks > 16:
-        col = col.cast(pa.string())
-    if pa.types.is_dictionary(col.type):
-        col = col.unify_dictionaries()
-        names = col.chunk(0).dictionary.to_pylist() if col.num_chunks else []
-        codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in col.chunks]) \
-            if col.num_chunks else np.zeros(0, np.int64)
-        return codes.astype(np.int64), [str(x) for x in names]
-    enc = pc.dictionary_encode(col).combine_chunks()
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
-
-
 def _line_facts_parallel(text: pa.ChunkedArray, threads: int) -> LineFacts:
     n = len(text)
     bounds = list(range(0, n, BATCH_ROWS)) or [0]
@@ -901,7 +887,7 @@ def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = 
     :class:`Attribution`; its table has the input's rows in the input's
     order and the :data:`~denpex_fast.engine.scanner.MATCH_SCHEMA` schema.
     """
-    from ..engine.scanner import MATCH_SCHEMA, default_threads
+    from ..engine.scanner import default_threads
 
     tp.check_timezone(default_tz)
     missing = [c for c in ("file", "offset", "text") if c not in table.column_names]
@@ -909,7 +895,7 @@ def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = 
         raise ValueError(f"not a match table: no column(s) {', '.join(missing)}")
     n = table.num_rows
     notes = _Notes()
-    file_idx, names = _file_codes(table.column("file"))
+    file_idx, names = file_codes(table.column("file"))
     offset = table.column("offset").to_numpy().astype(np.int64) if n else np.zeros(0, np.int64)
     text = table.column("text")
     facts = _line_facts_parallel(text, threads or default_threads()) if n else LineFacts(

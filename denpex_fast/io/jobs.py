@@ -134,7 +134,7 @@ def label(name: str) -> str:
     of the bytes, valid UTF-8 on one line (``badÿ.log``), and
     :func:`~denpex_fast.io.sources.path_from_display` turns it back into them.
     """
-    from ..io.sources import display_name
+    from .sources import display_name
 
     try:
         raw = os.fsencode(name)
@@ -295,7 +295,7 @@ class _Guard:
         try:
             return self._raw.read(n)
         except Exception as exc:
-            from ..io.sources import CorruptInput
+            from .sources import CorruptInput
 
             raise CorruptInput(f"{type(exc).__name__}: {exc}") from None
 
@@ -303,7 +303,7 @@ class _Guard:
         try:
             return self._raw.readinto(mv) or 0
         except Exception as exc:
-            from ..io.sources import CorruptInput
+            from .sources import CorruptInput
 
             raise CorruptInput(f"{type(exc).__name__}: {exc}") from None
 
@@ -313,7 +313,7 @@ class _Guard:
 
 def _decompressed(raw: HashingReader) -> IO[bytes]:
     """The archive's tar stream: gzip/zstd recognised by content, else as is."""
-    from ..io.sources import sniff
+    from .sources import sniff
 
     head = raw.read(4)
     src = _Prefixed(head, raw)

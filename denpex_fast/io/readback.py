@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ..io.sources import Input, open_reader, path_from_display, resolve_inputs
+from .sources import Input, open_reader, path_from_display, resolve_inputs
 
 # a compressed input is decoded forward at most this far for one question
 MAX_DECODE = 256 << 20
@@ -232,7 +232,7 @@ def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str
     offset = int(rows.column("offset")[0].as_py())
     reader = getattr(d, "reader", None)
     if reader is None:
-        from ..io.readback import JobBytes
+        from .readback import JobBytes
 
         reader = JobBytes()
     start = max(0, offset - AROUND_BYTES)

@@ -360,7 +360,7 @@ def _walk(root: bytes, inputs: list[Input], errors: list[FileError], follow: boo
             (inputs if isinstance(item, Input) else errors).append(item)  # type: ignore[arg-type]
 
 
-class _Decoded:
+class Decoded:
     """``readinto`` over a compressed stream, with end-of-stream checks.
 
     Multi-member gzip and multi-frame zstd are read to the end; a stream that
@@ -488,7 +488,7 @@ class _Decoded:
         self._raw.close()
 
 
-class _Plain:
+class Plain:
     """``readinto`` over an uncompressed stream (stdin, or read mode).
 
     ``max_out``: bytes handed out before :class:`LimitExceeded` (None: no
@@ -531,8 +531,8 @@ def open_reader(inp: Input, *, max_decompressed: int | None = None,
         head = raw.read(4) or b""
         kind = sniff(head)
         if kind:
-            return _Decoded(raw, kind, max_decompressed, max_ratio, head)
-        return _Plain(raw, head, limit_or_default(max_decompressed))
+            return Decoded(raw, kind, max_decompressed, max_ratio, head)
+        return Plain(raw, head, limit_or_default(max_decompressed))
     raw = open(inp.path, "rb", buffering=0)
     try:
         st = os.fstat(raw.fileno())
@@ -545,5 +545,5 @@ def open_reader(inp: Input, *, max_decompressed: int | None = None,
     # and one that shrinks is reported as truncated (as a mapped file is)
     bounded: Any = _Bounded(raw, st.st_size)
     if inp.compression:
-        return _Decoded(bounded, inp.compression, max_decompressed, max_ratio)
-    return _Plain(bounded)
+        return Decoded(bounded, inp.compression, max_decompressed, max_ratio)
+    return Plain(bounded)

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..io.sources import STDIN, limit_or_default
+from .sources import STDIN, limit_or_default
 
 CHUNK = 4 << 20
 
@@ -47,7 +47,7 @@ class Spool:
 
 def needs_spool(paths: Iterable[Any]) -> bool:
     """True when ``paths`` names stdin or a tar archive."""
-    from ..io.jobs import is_tar_name
+    from .jobs import is_tar_name
 
     for p in paths:
         name = os.fsdecode(p) if isinstance(p, (str, bytes, os.PathLike)) else ""
@@ -64,8 +64,8 @@ def spool(paths: Iterable[Any], *, max_bytes: int | None = None) -> Spool:
     bound on decompressed bytes); a stream cut there is reported in
     ``errors`` and its copy holds what came before.
     """
-    from ..io.jobs import is_tar_name
-    from ..io.sources import display_name
+    from .jobs import is_tar_name
+    from .sources import display_name
 
     limit = limit_or_default(max_bytes)
     out = Spool([])
@@ -96,8 +96,8 @@ def spool(paths: Iterable[Any], *, max_bytes: int | None = None) -> Spool:
 
 
 def _spool_tar(archive: str, out: Spool, target: Any, limit: int | None) -> None:
-    from ..io.jobs import HashingReader, StreamError, iter_tar_members
-    from ..io.sources import display_name
+    from .jobs import HashingReader, StreamError, iter_tar_members
+    from .sources import display_name
 
     try:
         raw = open(archive, "rb")

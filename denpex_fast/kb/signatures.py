@@ -35,20 +35,16 @@ an intended override.
 
 Command line::
 
-    python -m denpex_fast.kb.signatures check [FILES...]   # strict; exit 0/1
-    python -m denpex_fast.kb.signatures list
-    python -m denpex_fast.kb.signatures show ID
+    python -m denpex_fast.engine.kbcheck check [FILES...]   # strict; exit 0/1
+    python -m denpex_fast.engine.kbcheck list
+    python -m denpex_fast.engine.kbcheck show ID
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.resources
-import importlib.util
 import os
 import re
 import sys
-import warnings as _warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as _dataclass_fields
@@ -61,7 +57,8 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
-from denpex_fast.errors import SignatureError, shown_pattern
+from ..errors import SignatureError
+from ..schema import builtin_signature_dir
 
 __all__ = [
     "ENTRY_KEYS",
@@ -76,13 +73,11 @@ __all__ = [
     "SignatureError",
     "SignatureSet",
     "builtin_signature_dir",
-    "check_signatures",
     "dangling_references",
     "env_signature_paths",
     "format_signature",
     "load_file",
     "load_signatures",
-    "main",
     "pyproject_signature_paths",
 ]
 
@@ -524,7 +519,7 @@ def _parse_entry(raw: Any, source: str, family: str, index: int) -> Signature:
     )
 
 
-def _parse_document(data: bytes, source: str, stem: str, problems: list[str] | None) -> list[Signature]:
+def parse_document(data: bytes, source: str, stem: str, problems: list[str] | None) -> list[Signature]:
     """Parse one file; with ``problems`` given, collect entry errors instead of raising."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
@@ -578,7 +573,7 @@ def load_file(path: StrPath) -> list[Signature]:
         data = p.read_bytes()
     except OSError as exc:
         raise SignatureError(f"{p}: cannot read signature file: {exc.strerror or exc}") from None
-    from ..engine import cache
+    from . import cache
 
     # parsing the TOML is most of a command's start-up: a file already parsed
     # (same path, same bytes, same loader) is read back from the cache
@@ -586,7 +581,7 @@ def load_file(path: StrPath) -> list[Signature]:
     sigs = cache.load_parsed(key)
     if isinstance(sigs, list) and all(isinstance(x, Signature) for x in sigs):
         return sigs
-    sigs = _parse_document(data, str(p), p.stem, None)
+    sigs = parse_document(data, str(p), p.stem, None)
     cache.store_parsed(key, sigs)
     return sigs
 
@@ -617,28 +612,6 @@ def _load_source(path: Path, origin: str) -> list[Signature]:
 # --------------------------------------------------------------------------- sources
 
 
-def builtin_signature_dir() -> Path:
-    """The directory holding the shipped ``*.toml`` files.
-
-    In an installed wheel they are package data of
-    ``denpex_fast.builtin_signatures``; in a source checkout they are the
-    ``signatures/`` directory next to the package directory.
-    """
-    try:
-        root = importlib.resources.files("denpex_fast.builtin_signatures")
-    except ModuleNotFoundError:
-        root = None
-    if isinstance(root, Path) and root.is_dir():
-        return root
-    if root is not None:
-        # A data-only (namespace) package yields a MultiplexedPath, not a Path.
-        spec = importlib.util.find_spec("denpex_fast.builtin_signatures")
-        for loc in (spec.submodule_search_locations or []) if spec else []:
-            if Path(loc).is_dir():
-                return Path(loc)
-    return Path(__file__).resolve().parents[2] / "signatures"
-
-
 def _find_pyproject(start: Path) -> Path | None:
     for folder in (start, *start.parents):
         candidate = folder / "pyproject.toml"
@@ -665,7 +638,7 @@ def pyproject_signature_paths(start: StrPath | None = None) -> list[Path]:
     section = doc.get("tool", {}).get("denpex_fast", {})
     value = section.get("signatures", []) if isinstance(section, dict) else []
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise SignatureError(f"{pyproject}: field 'tool.denpex_fast.kb.signatures': expected a list of paths")
+        raise SignatureError(f"{pyproject}: field 'tool.denpex_fast.signatures': expected a list of paths")
     return [pyproject.parent / v for v in value]
 
 
@@ -675,7 +648,7 @@ def env_signature_paths() -> list[Path]:
     return [Path(p) for p in raw.split(os.pathsep) if p.strip()]
 
 
-def _as_path_list(paths: StrPath | Iterable[StrPath] | None) -> list[Path]:
+def as_path_list(paths: StrPath | Iterable[StrPath] | None) -> list[Path]:
     if paths is None:
         return []
     if isinstance(paths, (str, os.PathLike)):
@@ -687,7 +660,6 @@ def load_signatures(
     paths: StrPath | Iterable[StrPath] | None = None,
     *,
     builtin: bool = True,
-    validate_patterns: bool = True,
 ) -> SignatureSet:
     """Load the knowledge base plus user signatures into one :class:`SignatureSet`.
 
@@ -700,235 +672,22 @@ def load_signatures(
 
     Unknown ids in ``caused_by``/``triggers``/``competing`` do not fail the
     load; they are listed in :attr:`SignatureSet.warnings`.  With
-    ``validate_patterns`` every expression is compiled by the native scanner
-    and a refusal raises :class:`SignatureError` naming the file, the id,
-    ``patterns[n]`` and the Hyperscan message; if the scanner is not built,
-    that check is skipped with a warning.
+    Patterns are not compiled here (the knowledge base does not depend on the
+    engine): :func:`denpex_fast.engine.kbcheck.load_signatures`, which
+    ``dx.load_signatures`` is, loads and then compiles every expression.
     """
     sources: list[tuple[Path, str]] = []
     if builtin:
         sources.append((builtin_signature_dir(), "the built-in knowledge base"))
     sources += [(p, "pyproject.toml [tool.denpex_fast]") for p in pyproject_signature_paths()]
     sources += [(p, ENV_VAR) for p in env_signature_paths()]
-    sources += [(p, "the paths argument") for p in _as_path_list(paths)]
+    sources += [(p, "the paths argument") for p in as_path_list(paths)]
 
     merged: dict[str, Signature] = {}
     for path, origin in sources:
         for sig in _load_source(path, origin):
             merged[sig.id] = sig
-    notes: list[str] = []
-    if validate_patterns:
-        failures, _, note = _compile(list(merged.values()), stop_at_first=True)
-        if failures:
-            raise SignatureError(failures[0][1])
-        if note:
-            _warnings.warn(note, RuntimeWarning, stacklevel=2)
-            notes.append(note)
-    return SignatureSet(merged.values(), notes)
-
-
-# --------------------------------------------------------------------------- compiling
-
-
-def _pattern_failure(exc: BaseException, sigs: Mapping[str, Signature]) -> tuple[str, str] | None:
-    """Turn the scanner's PatternError into (id, message) naming file and pattern."""
-    sid = getattr(exc, "signature", None)
-    index = getattr(exc, "index", None)
-    if not isinstance(sid, str) or sid not in sigs or not isinstance(index, int):
-        return None
-    sig = sigs[sid]
-    expr = sig.patterns[index] if 0 <= index < len(sig.patterns) else "?"
-    hs_message = getattr(exc, "hs_message", None) or str(exc)
-    return sid, (
-        f"{sig.source}: signature '{sid}': field 'patterns[{index}]': "
-        f"Hyperscan refuses {shown_pattern(expr)}: {hs_message}"
-    )
-
-
-def _compile(sigs: list[Signature], *, stop_at_first: bool) -> tuple[list[tuple[str, str]], Any, str]:
-    """Compile all patterns with the native scanner.
-
-    Returns ((id, message) per refused entry, a Scanner over the entries that compiled or
-    None, a note when the scanner is unavailable).  Hyperscan stops at the
-    first bad expression, so to report them all the offender is dropped and
-    the rest compiled again.
-    """
-    try:
-        from denpex_fast.engine.scanner import Scanner
-    except ImportError as exc:
-        return [], None, f"pattern validation skipped: the native scanner is not available ({exc})"
-    remaining = {s.id: s for s in sigs}
-    failures: list[tuple[str, str]] = []
-    while remaining:
-        try:
-            scanner = Scanner(patterns={sid: list(s.patterns) for sid, s in remaining.items()})
-        except Exception as exc:  # the scanner's PatternError; anything else propagates
-            found = _pattern_failure(exc, remaining)
-            if found is None:
-                raise
-            failures.append(found)
-            if stop_at_first:
-                return failures, None, ""
-            del remaining[found[0]]
-            continue
-        return failures, scanner, ""
-    return failures, None, ""
-
-
-# --------------------------------------------------------------------------- strict check
-
-
-def _longest_literal(expr: str) -> int:
-    """Length of the longest run of literal characters an expression must match.
-
-    A rough lower bound used as a performance lint: character classes,
-    escapes such as ``\\d``, groups, alternation and quantified atoms break
-    a run.
-    """
-    if expr.startswith("(?i)"):
-        expr = expr[4:]
-    best = run = 0
-    i, n = 0, len(expr)
-    while i < n:
-        c = expr[i]
-        literal = True
-        step = 1
-        if c == "\\" and i + 1 < n:
-            step = 2
-            literal = not expr[i + 1].isalnum()  # \d \s \b \x.. are not literals
-        elif c == "[":
-            j = i + 1
-            if expr[j : j + 1] == "^":
-                j += 1
-            if expr[j : j + 1] == "]":
-                j += 1
-            while j < n and expr[j] != "]":
-                j += 2 if expr[j] == "\\" else 1
-            step, literal = j + 1 - i, False
-        elif c == "{":
-            close = expr.find("}", i)
-            step, literal = (close + 1 - i if close > 0 else 1), False
-        elif c in "().|^$*+?":
-            literal = False
-        if literal and expr[i + step : i + step + 1] in ("?", "*", "{"):
-            literal = False  # an optional or repeated atom cannot be relied on
-        if literal:
-            run += 1
-            best = max(best, run)
-        else:
-            run = 0
-        i += step
-    return best
-
-
-def _lint(sig: Signature) -> list[str]:
-    where = f"{sig.source}: signature '{sig.id}'"
-    out = []
-    for i, expr in enumerate(sig.patterns):
-        if expr.startswith((".*", "(?i).*")):
-            out.append(f"{where}: field 'patterns[{i}]': must not start with '.*'")
-        if _longest_literal(expr) < 6:
-            out.append(f"{where}: field 'patterns[{i}]': needs a literal of at least 6 characters")
-    if sig.role == "symptom" and not sig.caused_by:
-        out.append(f"{where}: field 'caused_by': a symptom names at least one cause")
-    return out
-
-
-def _example_problems(sigs: list[Signature], scanner: Any) -> tuple[list[str], str]:
-    """Check every examples.match line matches its own entry and no nomatch line does."""
-    cases: list[tuple[Signature, str, bool, int]] = []
-    for sig in sigs:
-        cases += [(sig, line, True, i) for i, line in enumerate(sig.examples_match)]
-        cases += [(sig, line, False, i) for i, line in enumerate(sig.examples_nomatch)]
-    note = ""
-    if scanner is not None:
-        table = scanner.scan_bytes(b"\n".join(c[1].encode() for c in cases) + b"\n")
-        hits = set(zip(table.column("line").to_pylist(), table.column("signature").to_pylist()))
-
-        def matched(n: int, sig: Signature, line: str) -> bool | None:
-            return (n + 1, sig.id) in hits
-    else:
-        note = "examples checked with Python re, an approximation of Hyperscan (scanner not available)"
-
-        def matched(n: int, sig: Signature, line: str) -> bool | None:
-            try:
-                return any(re.search(p, line) for p in sig.patterns)
-            except re.error:
-                return None  # a construct Python lacks; Hyperscan has the final say
-
-    out = []
-    for n, (sig, line, want, i) in enumerate(cases):
-        got = matched(n, sig, line)
-        if got is None or got == want:
-            continue
-        key = f"examples.{'match' if want else 'nomatch'}[{i}]"
-        verb = "does not match" if want else "matches"
-        out.append(f"{sig.source}: signature '{sig.id}': field '{key}': {verb} the entry's patterns: {line!r}")
-    return out, note
-
-
-def _gather_ids(folder: Path) -> set[str]:
-    """Ids defined in a directory, read leniently (only to resolve references)."""
-    ids: set[str] = set()
-    for file in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
-        try:
-            doc = tomllib.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            continue
-        entries = doc.get("signature", [])
-        for raw in entries if isinstance(entries, list) else []:
-            if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-                ids.add(raw["id"])
-    return ids
-
-
-def check_signatures(files: Iterable[StrPath] | None = None) -> tuple[list[str], list[str], int]:
-    """Strictly check signature files; return (problems, notes, number of entries).
-
-    ``files`` defaults to every built-in file.  Beyond what the loader
-    checks, this also fails on: ids duplicated across ``files``; references
-    that neither ``files`` nor the built-in knowledge base define; symptoms
-    without ``caused_by``; patterns that start with ``.*`` or lack a
-    6-character literal; patterns Hyperscan refuses; ``examples.match``
-    lines the entry's patterns miss and ``examples.nomatch`` lines they hit.
-    """
-    builtin_dir = builtin_signature_dir()
-    targets = _as_path_list(files) or sorted(builtin_dir.glob("*.toml"))
-    problems: list[str] = []
-    notes: list[str] = []
-    sigs: dict[str, Signature] = {}
-    for file in targets:
-        try:
-            parsed = _parse_document(file.read_bytes(), str(file), file.stem, problems)
-        except OSError as exc:
-            problems.append(f"{file}: cannot read signature file: {exc.strerror or exc}")
-            continue
-        except SignatureError as exc:
-            problems.append(str(exc))
-            continue
-        for sig in parsed:
-            prev = sigs.get(sig.id)
-            if prev is not None:
-                problems.append(
-                    f"{sig.source}: signature '{sig.id}': field 'id': duplicate id, already defined in {prev.source}"
-                )
-                continue
-            sigs[sig.id] = sig
-    checked = list(sigs.values())
-    known = set(sigs) | (_gather_ids(builtin_dir) if files else set())
-    problems += dangling_references(checked, known)
-    for sig in checked:
-        problems += _lint(sig)
-    failures, scanner, note = _compile(checked, stop_at_first=False)
-    problems += [msg for _, msg in failures]
-    if note:
-        notes.append(note)
-    failed_ids = {sid for sid, _ in failures}
-    example_problems, note = _example_problems([s for s in checked if s.id not in failed_ids], scanner)
-    problems += example_problems
-    if note:
-        notes.append(note)
-    return problems, notes, len(checked)
+    return SignatureSet(merged.values())
 
 
 # --------------------------------------------------------------------------- text output
@@ -969,50 +728,9 @@ def format_signature(sig: Signature) -> str:
     return "\n".join(lines)
 
 
-def _format_list(kb: SignatureSet) -> str:
+def format_list(kb: SignatureSet) -> str:
     width = max((len(i) for i in kb.ids), default=2)
     rows = [f"{'id':<{width}}  {'role':<7}  {'severity':<8}  title"]
     rows += [f"{s.id:<{width}}  {s.role:<7}  {s.severity:<8}  {s.title}" for s in kb]
     rows.append(f"{len(kb)} signatures")
     return "\n".join(rows)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point: ``check``, ``list`` and ``show``; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m denpex_fast.kb.signatures", description="Check, list and show failure signatures.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_check = sub.add_parser("check", help="strictly check files (default: the built-in knowledge base)")
-    p_check.add_argument("files", nargs="*", help="signature TOML files")
-    for name, help_ in (("list", "list the loaded signatures"), ("show", "describe one signature")):
-        p = sub.add_parser(name, help=help_)
-        if name == "show":
-            p.add_argument("id")
-        p.add_argument("-p", "--path", action="append", default=[], help="extra signature directory or file")
-        p.add_argument("--no-builtin", action="store_true", help="leave out the built-in knowledge base")
-    args = parser.parse_args(argv)
-
-    try:
-        if args.command == "check":
-            problems, notes, count = check_signatures(args.files or None)
-            for note in notes:
-                print(f"note: {note}", file=sys.stderr)
-            for problem in problems:
-                print(problem)
-            print(f"{count} signatures checked, {len(problems)} problem(s)", file=sys.stderr)
-            return 1 if problems else 0
-        kb = load_signatures(args.path, builtin=not args.no_builtin, validate_patterns=False)
-        if args.command == "list":
-            print(_format_list(kb))
-            return 0
-        if args.id not in kb:
-            print(f"no signature with id {args.id!r}", file=sys.stderr)
-            return 1
-        print(format_signature(kb[args.id]))
-        return 0
-    except SignatureError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,248 @@
+"""Build or update an index over many jobs: the planner and its executors
+(threads, worker processes that die with their parent, or a Dask cluster).
+"""
+
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from fsspec.implementations.memory import MemoryFileSystem
+
+from ..io.jobs import Job, discover_jobs
+from ..schema import MANIFEST_SCHEMA
+from .index import IndexOptions, JobContext, JobReport, index_job, plan_job
+from .store import IndexStore
+
+# -- many jobs ----------------------------------------------------------------
+
+@dataclass
+class IndexSummary:
+    """The outcome of :func:`build_index`: one report per job, plus pruned jobs."""
+
+    reports: list[JobReport] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        """Jobs with this status."""
+        return sum(r.status == status for r in self.reports)
+
+    @property
+    def ok(self) -> bool:
+        """True when no job failed."""
+        return not any(r.status == "failed" for r in self.reports)
+
+
+ProgressHook = Callable[[str, Any], None]  # ("start", (jobs, files, bytes)) / ("file", size) / ("job", report)
+
+
+def previous_manifests(store: IndexStore) -> dict[str, list[dict[str, Any]]]:
+    """Manifest rows of every completely committed job."""
+    committed = store.committed_jobs()
+    table = store.read("manifest", MANIFEST_SCHEMA)
+    out: dict[str, list[dict[str, Any]]] = {j: [] for j in committed}
+    for row in table.to_pylist():
+        if row["job"] in out:
+            out[row["job"]].append(row)
+    return out
+
+
+def build_index(root: str, index: str, *, scanner: Any = None,
+                signatures: Iterable[str] | None = None, job_glob: str | None = None,
+                job_regex: str | None = None, threads: int | None = None,
+                processes: int | None = None, dask: Any = None, prune: bool = False,
+                options: IndexOptions | None = None,
+                storage_options: dict[str, Any] | None = None,
+                progress: ProgressHook | None = None,
+                lock_timeout: float = 0.0) -> IndexSummary:
+    """Index every job under ``root`` into the dataset at ``index``.
+
+    ``scanner``: a :class:`~denpex_fast.Scanner` (default: the built-in
+    knowledge base, or ``signatures`` paths added to it); ``threads``: jobs
+    indexed at once (default: all cores); ``processes``: index that many
+    jobs at once in worker processes instead of threads (diagnosis is
+    Python and holds the GIL, so processes scale better on many cores;
+    each worker commits its own jobs; as with any ``multiprocessing``, a
+    script calling this needs an ``if __name__ == "__main__":`` guard);
+    ``dask``: a ``distributed.Client``, a scheduler address or ``"local"``
+    to run the jobs on a Dask cluster instead; ``prune``: drop jobs no longer under
+    ``root``; ``options``: :class:`IndexOptions`.  Only new or changed jobs
+    are scanned; see the module docstring for the commit protocol.
+
+    One writer at a time: the run holds the index's lock (``fcntl`` on a
+    local index, a lease file elsewhere); ``lock_timeout``: seconds to wait
+    for another writer to finish before :class:`IndexLockedError` (0: fail
+    at once).  Readers never wait and see only completely committed jobs.
+    """
+    from ..engine.scanner import Scanner
+
+    if processes is not None and (threads is not None or dask is not None):
+        raise ValueError("give threads, processes or dask, not two of them")
+    if processes is not None and processes < 1:
+        raise ValueError("processes must be >= 1")
+    t0 = time.perf_counter()
+    opts = options or IndexOptions()
+    sig_paths = tuple(str(p) for p in signatures) if signatures else None
+    if scanner is None:
+        scanner = Scanner(list(sig_paths) if sig_paths else None)
+    elif scanner.signature_set is None:
+        sig_paths = ()
+    ctx = JobContext(scanner, index, sig_paths, opts, dict(storage_options or {}),
+                     scanner.signature_set)
+    store = ctx.store()
+    store.fs.makedirs(store.root, exist_ok=True)
+    with store.writer_lock(lock_timeout):
+        return _build(root, store, ctx, opts, job_glob, job_regex, storage_options, progress,
+                      dask, processes, threads, prune, index, t0)
+
+
+def _build(root: str, store: IndexStore, ctx: JobContext, opts: IndexOptions,
+           job_glob: str | None, job_regex: str | None,
+           storage_options: dict[str, Any] | None, progress: ProgressHook | None, dask: Any,
+           processes: int | None, threads: int | None, prune: bool, index: str,
+           t0: float) -> IndexSummary:
+    """The body of :func:`build_index`, run while holding the index's writer lock."""
+    from ..engine.scanner import default_threads
+
+    store.recover()
+    jobs = discover_jobs(root, job_glob=job_glob, job_regex=job_regex, exclude=index,
+                         storage_options=storage_options)
+    previous = previous_manifests(store)
+    summary = IndexSummary()
+    if progress:
+        progress("start", (len(jobs), sum(len(j.files) for j in jobs), sum(j.size for j in jobs)))
+    if dask is not None:
+        from .dask import index_jobs_on_dask
+
+        results: Iterable[JobReport] = index_jobs_on_dask(dask, jobs, ctx, previous)
+    elif processes is not None:
+        if _in_memory(store.fs) or any(_in_memory(j.fs) for j in jobs):
+            raise ValueError("a memory:// root or index is private to this process; "
+                             "index it with threads")
+        results = _index_processes(jobs, ctx, previous, processes)
+    else:
+        results = _index_threads(jobs, ctx, previous, threads or default_threads(), progress)
+    for rep in results:
+        summary.reports.append(rep)
+        if progress:
+            progress("job", rep)
+    if prune:
+        live = {j.name for j in jobs}
+        for name in sorted(set(previous) | store.committed_jobs()):
+            if name not in live:
+                store.drop(name)
+                summary.pruned.append(name)
+    store.clean()
+    summary.reports.sort(key=lambda r: r.job)
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _index_threads(jobs: list[Job], ctx: JobContext, previous: dict[str, Any], n: int,
+                   progress: ProgressHook | None) -> Iterator[JobReport]:
+    on_file = (lambda size: progress("file", size)) if progress else None
+    # Many jobs: one thread each, scanning with one thread; few jobs: share the cores.
+    ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="denpex-index") as pool:
+        futures = [pool.submit(index_job, j, ctx, previous.get(j.name), on_file) for j in jobs]
+        try:
+            for fut in as_completed(futures):
+                yield fut.result()
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+
+def _per_job_threads(n: int, n_jobs: int) -> int:
+    """Scanning threads per job when ``n`` jobs run at once."""
+    return max(1, n // max(1, min(n, n_jobs)))
+
+
+def _in_memory(fs: Any) -> bool:
+    return isinstance(fs, MemoryFileSystem)
+
+
+# -- worker processes ---------------------------------------------------------
+
+_WORKER_CTX: JobContext | None = None
+
+
+def _die_with_parent(parent: int) -> None:
+    """Make this worker die when the process that started it does (``kill -9``
+    of ``denpex index`` must not leave ~150 MB workers behind)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the line above ran
+        os._exit(1)
+
+
+def _init_worker(ctx: JobContext, parent: int | None = None) -> None:
+    """Runs once in each worker process: keep the (unpickled) job context."""
+    global _WORKER_CTX
+    if parent is not None:
+        _die_with_parent(parent)
+    # Ctrl-C goes to the whole process group; the parent decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER_CTX = ctx
+    ctx.signatures()  # loaded now, not inside the first job's timing
+
+
+def _index_job_in_worker(job: Job, previous: list[dict[str, Any]] | None) -> JobReport:
+    assert _WORKER_CTX is not None
+    return index_job(job, _WORKER_CTX, previous)
+
+
+def _index_processes(jobs: list[Job], ctx: JobContext, previous: dict[str, Any],
+                     n: int) -> Iterator[JobReport]:
+    """Index the jobs in ``n`` worker processes; each commits its own jobs.
+
+    The context (scanner and knowledge base) is pickled once per worker,
+    not per job: workers deserialize the compiled database, never compile.
+    Workers are started with "spawn": the parent has threads and native
+    scratch space that a forked child must not inherit.  A worker that dies
+    fails its unfinished jobs (their pending markers make the next run
+    index them again) instead of the whole run.
+    """
+    todo = []
+    for j in jobs:  # unchanged by size and mtime: no worker needs to start for these
+        if plan_job(j, previous.get(j.name), ctx.options, stat_only=True)[0] == "unchanged":
+            yield JobReport(j.name, "unchanged", files=len(j.files), size=j.size)
+        else:
+            todo.append(j)
+    if not todo:
+        return
+    jobs = todo
+    ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
+    pool = ProcessPoolExecutor(max_workers=min(n, len(jobs)),
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker, initargs=(ctx, os.getpid()))
+    with pool:
+        futures: dict[Future[JobReport], Job] = {
+            pool.submit(_index_job_in_worker, j, previous.get(j.name)): j for j in jobs}
+        try:
+            for fut in as_completed(futures):
+                try:
+                    yield fut.result()
+                except BrokenProcessPool as exc:
+                    job = futures[fut]
+                    yield JobReport(job.name, "failed", files=len(job.files), size=job.size,
+                                    error=f"worker process died: {exc}")
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
