@@ -402,27 +402,49 @@ void dx_result_free(dx_result *r) {
 static int grow_rows(dx_result *r) {
     size_t old = (size_t)r->cap_rows;
     size_t cap = old ? old * 2 : 1024;
-    void *p;
-#define GROW(field, type)                                                        \
-    p = region_grow(r->field, old * sizeof(type), cap * sizeof(type));          \
-    if (!p) return -1;                                                           \
-    r->field = p;
-    GROW(line, uint64_t)
-    GROW(offset, uint64_t)
-    GROW(match_end, uint64_t)
-    GROW(sig, uint32_t)
-    GROW(file, uint32_t)
-#undef GROW
-    if (old == 0) {
-        p = region_grow(NULL, 0, (cap + 1) * sizeof(int32_t));
-        if (!p) return -1;
-        ((int32_t *)p)[0] = 0;
-        free(r->text_offsets);
-    } else {
-        p = region_grow(r->text_offsets, (old + 1) * sizeof(int32_t), (cap + 1) * sizeof(int32_t));
-        if (!p) return -1;
+    /* the widest column is 8 bytes a row (and one more offset): refuse a
+     * capacity whose byte size would wrap */
+    if (cap < old || cap > (SIZE_MAX - sizeof(int32_t)) / sizeof(uint64_t)) return -1;
+    /* Every column has `old` rows of room; they grow one by one.  When one
+     * fails, those already grown are shrunk back so that all columns keep
+     * the same capacity (dx_result_free and the next grow rely on it). */
+    struct { void **field; size_t width; } cols[] = {
+        {(void **)&r->line, sizeof(uint64_t)},     {(void **)&r->offset, sizeof(uint64_t)},
+        {(void **)&r->match_end, sizeof(uint64_t)}, {(void **)&r->sig, sizeof(uint32_t)},
+        {(void **)&r->file, sizeof(uint32_t)},
+    };
+    size_t n_cols = sizeof cols / sizeof cols[0], k;
+    for (k = 0; k < n_cols; k++) {
+        void *p = region_grow(*cols[k].field, old * cols[k].width, cap * cols[k].width);
+        if (!p) break;
+        *cols[k].field = p;
     }
-    r->text_offsets = p;
+    void *offs = NULL;
+    if (k == n_cols) {
+        if (old == 0) {
+            offs = region_grow(NULL, 0, (cap + 1) * sizeof(int32_t));
+            if (offs) {
+                ((int32_t *)offs)[0] = 0;
+                free(r->text_offsets); /* the initial one-entry array */
+            }
+        } else {
+            offs = region_grow(r->text_offsets, (old + 1) * sizeof(int32_t),
+                               (cap + 1) * sizeof(int32_t));
+        }
+    }
+    if (!offs) {
+        while (k-- > 0) {
+            if (old) {
+                void *p = region_grow(*cols[k].field, cap * cols[k].width, old * cols[k].width);
+                if (p) *cols[k].field = p; /* shrinking in place does not fail in practice */
+            } else {
+                region_free(*cols[k].field, cap * cols[k].width);
+                *cols[k].field = NULL;
+            }
+        }
+        return -1;
+    }
+    r->text_offsets = offs;
     r->cap_rows = cap;
     return 0;
 }
@@ -433,6 +455,7 @@ static int grow_rows(dx_result *r) {
 static int reserve_text(dx_result *r, uint64_t extra) {
     uint64_t want = r->text_len + extra;
     if (want <= r->text_cap) return 0;
+    if (want < r->text_len || want > TEXT_LIMIT + 16) return -1; /* callers stay below */
     uint64_t cap = r->text_cap ? r->text_cap : 65536;
     while (cap < want) cap *= 2;
     if (cap > TEXT_LIMIT + 16) cap = TEXT_LIMIT + 16;

@@ -140,7 +140,8 @@ int dx_tset_add_lines(dx_tset *set, const char *data, uint64_t length);
 /* Lines of data whose template is neither in `known` nor already in `seen`:
  * each is added to `seen` and reported (1-based line counted from base_line,
  * absolute offset, hash) until `cap` are found; *newlines gets the number of
- * newlines in data.  Returns the number reported. */
+ * newlines in data.  Returns the number reported, or UINT64_MAX when `seen`
+ * could not grow (out of memory; what was reported so far is lost). */
 uint64_t dx_new_templates(const dx_tset *known, dx_tset *seen, const char *data, uint64_t length,
                           uint64_t base_offset, uint64_t base_line, uint64_t *out_line,
                           uint64_t *out_offset, uint64_t *out_hash, uint64_t cap,

@@ -240,7 +240,12 @@ uint64_t dx_new_templates(const dx_tset *known, dx_tset *seen, const char *data,
         line++;
         if (end > p) { /* empty lines carry no evidence */
             uint64_t h = dx_line_template_hash(data + p, end - p);
-            if (!dx_tset_contains(known, h) && found < cap && dx_tset_add(seen, h) == 1) {
+            int added = 0;
+            if (!dx_tset_contains(known, h) && found < cap) {
+                added = dx_tset_add(seen, h);
+                if (added < 0) return UINT64_MAX; /* out of memory */
+            }
+            if (added == 1) {
                 out_line[found] = line;
                 out_offset[found] = base_offset + p;
                 out_hash[found] = h;

@@ -190,7 +190,7 @@ def main() -> None:
               help="Scan binary files too (ELF, PNG, archives, NUL bytes in the first block); "
                    "by default they are skipped and counted.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status.")
-@click.option("-s", "--no-messages", is_flag=True, help="Do not print per-file errors.")
+@click.option("-s", "--no-messages", is_flag=True, help="Do not print per-file errors or the warnings on rows not shown.")
 @click.option("--stats", is_flag=True, help="Print counts per signature and totals to stderr.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress bar on stderr (only when stderr is a terminal).")
@@ -236,6 +236,8 @@ def scan_cmd(paths: tuple[str, ...], exprs: tuple[str, ...], files: tuple[str, .
     if not no_messages:
         for e in result.errors:
             console.print(f"denpex: {e.path}: {e.message}", style="red", markup=False)
+        for warning in _scan_warnings(result, max_count):
+            console.print(f"denpex: {warning}", style="yellow", markup=False)
     if output and not quiet:
         _write_table(table, output)
     elif as_json and not quiet:
@@ -248,6 +250,24 @@ def scan_cmd(paths: tuple[str, ...], exprs: tuple[str, ...], files: tuple[str, .
     if result.errors and not (quiet and matched):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_MATCH if matched else EXIT_NONE)
+
+
+def _scan_warnings(result: Any, max_count: int) -> list[str]:
+    """What the printed rows leave out: rows past --max-count, dropped text."""
+    out = []
+    counts = result.counts
+    if counts.num_rows:
+        import pyarrow.compute as pc
+
+        hidden = int(pc.sum(counts.column("lines")).as_py()) - int(pc.sum(counts.column("kept")).as_py())
+        if hidden > 0:
+            out.append(f"{hidden:,} matching lines not shown: --max-count keeps {max_count:,} "
+                       "per signature and file (-m to raise it; --stats for the counts)")
+    dropped = int(result.stats.get("text_dropped", 0))
+    if dropped:
+        out.append(f"the text of {dropped:,} rows was dropped (over 2 GiB of text in one scan "
+                   "task); their file and line are kept")
+    return out
 
 
 def _print_text(table: Any) -> None:

@@ -135,3 +135,16 @@ def test_demo_diagnoses_the_bundled_job() -> None:
     assert doc["schema"] == "denpex.diagnosis/1"
     assert doc["initiating"]["rank"] == 3 and doc["initiating"]["host"] == "node1"
     assert doc["fix_id"] == "torch-matmul-shape-mismatch" and doc["verify"]
+
+
+def test_scan_warns_with_the_exact_count_when_max_count_hides_rows(tmp_path: Path) -> None:
+    p = tmp_path / "steps.log"
+    p.write_text("".join(f"step {i}\n" for i in range(1, 1001)))
+    r = run("scan", str(p), "-e", "s=step", "-m", "10")
+    assert r.exit_code == 0
+    assert r.stdout.count(":s:step ") == 10
+    assert "990 matching lines not shown" in r.stderr
+    r = run("scan", str(p), "-e", "s=step", "-m", "5000")
+    assert "not shown" not in r.stderr
+    r = run("scan", str(p), "-e", "s=step", "-m", "10", "--no-messages")
+    assert "not shown" not in r.stderr

@@ -38,6 +38,8 @@ ERR_DB = lib.DX_ERR_DB
 ERR_ARG = lib.DX_ERR_ARG
 ERR_CANCELLED = lib.DX_ERR_CANCELLED
 ERR_NOTREG = lib.DX_ERR_NOTREG
+#: what a count-returning function gives back when it ran out of memory
+NOMEM_COUNT = (1 << 64) - 1
 
 # Hyperscan compile flags used by the scanner (values from hs_compile.h).
 HS_FLAG_CASELESS = 1
@@ -392,6 +394,8 @@ class TemplateSet:
         finally:
             if length:
                 ffi.release(buf)
+        if n == NOMEM_COUNT:
+            raise MemoryError("cannot grow template set")
         return lines[:n], offsets[:n], hashes[:n], int(newlines[0])
 
 

@@ -106,7 +106,9 @@ class ScanResult:
     that could not be read completely (rows found before the error are in
     ``table``); ``counts``: exact matching-line counts per (file, signature)
     with the number of rows kept; ``stats``: bytes, files (read), skipped,
-    rows, seconds; ``skipped``: one ``FileError`` of kind ``binary`` per
+    rows, seconds and ``text_dropped`` (rows whose ``text`` is empty because
+    the text of one scan task passed Arrow's 2 GiB string limit; their line
+    and offset are kept); ``skipped``: one ``FileError`` of kind ``binary`` per
     binary file that was not scanned (``binary=True`` scans them).
     """
 
@@ -138,6 +140,8 @@ class ScanResult:
         parts.append(f"{sigs} signature{'' if sigs == 1 else 's'} matched")
         if "bytes" in self.stats:
             parts.append(f"{_size(self.stats['bytes'])} in {self.stats.get('seconds', 0):.2f} s")
+        if self.stats.get("text_dropped"):
+            parts.append(f"text of {int(self.stats['text_dropped']):,} rows dropped (2 GiB limit)")
         if self.errors:
             first = self.errors[0]
             parts.append(f"{len(self.errors)} error{'' if len(self.errors) == 1 else 's'} "
@@ -213,10 +217,11 @@ class _Done:
 class _FileState:
     """Per-file merge state: line base across ranges, row caps, counts."""
 
-    __slots__ = ("line_base", "kept", "counts", "error")
+    __slots__ = ("line_base", "kept", "counts", "error", "text_dropped")
 
     def __init__(self, n_sigs: int) -> None:
         self.line_base = 0
+        self.text_dropped = 0
         self.kept = np.zeros(n_sigs, np.int64)
         self.counts = np.zeros(n_sigs, np.uint64)
         self.error: FileError | None = None
@@ -426,7 +431,8 @@ class Scanner:
         parts.append(pa.Table.from_batches(batches, schema=MATCH_SCHEMA))
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         stats = {"files": sink.files_read(), "skipped": len(sink.skipped), "bytes": sink.bytes,
-                 "rows": table.num_rows, "seconds": time.perf_counter() - t0}
+                 "rows": table.num_rows, "text_dropped": sink.text_dropped,
+                 "seconds": time.perf_counter() - t0}
         if sink.errors or sink.skipped:
             import json
             meta = dict(table.schema.metadata or {})
@@ -515,7 +521,8 @@ class Scanner:
         sink.bytes = result.scanned
         table = pa.Table.from_batches([batch] if batch is not None else [], schema=MATCH_SCHEMA)
         stats = {"files": sink.files_read(), "skipped": len(sink.skipped), "bytes": sink.bytes,
-                 "rows": table.num_rows, "seconds": time.perf_counter() - t0}
+                 "rows": table.num_rows, "text_dropped": sink.text_dropped,
+                 "seconds": time.perf_counter() - t0}
         return ScanResult(table, sink.errors, sink.counts_table(self.signature_ids), stats,
                           sink.skipped)
 
@@ -751,6 +758,7 @@ class Scanner:
             res.line_view()[:] += np.uint64(st.line_base)
         st.line_base += done.newlines
         st.counts += done.counts
+        st.text_dropped += res.text_dropped
         if done.error is not None and st.error is None:
             st.error = done.error
         if res.n_rows == 0:
@@ -810,12 +818,14 @@ class _Collector:
         self.names: list[str] = []
         self.inputs: dict[str, Any] = {}
         self.bytes = 0
+        self.text_dropped = 0
         self._streams_skipped = 0
         # per file: (index, signatures that matched, their line counts, rows kept);
         # sparse, so memory grows with matches, not with files x signatures
         self._counts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
 
     def add_file(self, idx: int, st: _FileState) -> None:
+        self.text_dropped += st.text_dropped
         nz = np.flatnonzero(st.counts)
         if len(nz):
             self._counts.append((idx, nz.astype(np.int32), st.counts[nz],
