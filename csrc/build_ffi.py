@@ -39,7 +39,13 @@ def _cdef_text() -> str:
     text = HEADER.read_text()
     start = text.index("/* CDEF BEGIN */") + len("/* CDEF BEGIN */")
     end = text.index("/* CDEF END */")
-    return text[start:end]
+    # libhs's compile flags come from hs.h itself (resolved when the module is built)
+    flags = "".join(f"#define HS_FLAG_{name} ...\n" for name in HS_FLAGS)
+    return text[start:end] + flags
+
+
+#: the Hyperscan compile flags the scanner uses, read from hs_compile.h
+HS_FLAGS = ("CASELESS", "DOTALL", "MULTILINE", "SINGLEMATCH", "ALLOWEMPTY", "UTF8")
 
 
 def _compile_args() -> list[str]:
@@ -69,7 +75,7 @@ def make_builder(absolute_paths: bool = False) -> FFI:
         builder.set_source_pkgconfig(
             "denpex_fast._denpex_scan",
             ["libhs"],
-            '#include "denpex_scan.h"\n',
+            '#include <hs.h>\n#include "denpex_scan.h"\n',
             sources=[str(s) for s in sources],
             include_dirs=[str(HERE)],
             extra_compile_args=_compile_args(),

@@ -41,13 +41,13 @@ ERR_NOTREG = lib.DX_ERR_NOTREG
 #: what a count-returning function gives back when it ran out of memory
 NOMEM_COUNT = (1 << 64) - 1
 
-# Hyperscan compile flags used by the scanner (values from hs_compile.h).
-HS_FLAG_CASELESS = 1
-HS_FLAG_DOTALL = 2
-HS_FLAG_MULTILINE = 4
-HS_FLAG_SINGLEMATCH = 8
-HS_FLAG_ALLOWEMPTY = 16
-HS_FLAG_UTF8 = 32
+# Hyperscan compile flags used by the scanner, as hs_compile.h defines them
+HS_FLAG_CASELESS = lib.HS_FLAG_CASELESS
+HS_FLAG_DOTALL = lib.HS_FLAG_DOTALL
+HS_FLAG_MULTILINE = lib.HS_FLAG_MULTILINE
+HS_FLAG_SINGLEMATCH = lib.HS_FLAG_SINGLEMATCH
+HS_FLAG_ALLOWEMPTY = lib.HS_FLAG_ALLOWEMPTY
+HS_FLAG_UTF8 = lib.HS_FLAG_UTF8
 
 
 class CallError(NativeError):
@@ -68,9 +68,24 @@ def _new_error() -> Any:
     return err
 
 
+class NativeMemoryError(CallError, MemoryError):
+    """A native call ran out of memory (``DX_ERR_NOMEM``)."""
+
+
+class NativeOSError(CallError, OSError):
+    """A native call's I/O failed (``DX_ERR_IO``); ``errno`` is set."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        CallError.__init__(self, *args, **kwargs)
+        self.errno = self.err_no
+
+
 def _raise(rc: int, err: Any) -> None:
-    raise CallError(rc, ffi.string(err.message).decode("utf-8", "replace"),
-                    err.err_no, err.expression, err.hs_error)
+    """The one place a status becomes an exception: out of memory is also a
+    MemoryError, an I/O failure also an OSError, anything else a CallError."""
+    cls = NativeMemoryError if rc == ERR_NOMEM else NativeOSError if rc == ERR_IO else CallError
+    raise cls(rc, ffi.string(err.message).decode("utf-8", "replace"),
+              err.err_no, err.expression, err.hs_error)
 
 
 def hs_version() -> str:
