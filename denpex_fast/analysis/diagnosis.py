@@ -321,6 +321,7 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
     d.reader = reader
     if progress:
         d.rank_fates = _with_progress(d.rank_fates, progress)
+    reader.close()  # descriptors kept open across the stages; a report reads again
     return d
 
 

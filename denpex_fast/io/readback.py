@@ -16,12 +16,20 @@ Every read is bounded.  Plain files are read at an offset (``os.pread``);
 gzip/zstd inputs are decoded forward through the scanner's own decoders, up
 to :data:`MAX_DECODE` bytes; stdin and tar members, which cannot be read
 twice, answer ``None``.
+
+A plain file is opened once for all the stages that ask about it: up to
+:data:`MAX_OPEN` descriptors stay open (least recently used closed first)
+until :meth:`JobBytes.close` (the diagnosis calls it when it is done; a
+later read opens the file again).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -33,6 +41,17 @@ MAX_DECODE = 256 << 20
 # a plain file's lines are counted (for a line number) at most this far
 MAX_COUNT = 1 << 30
 CHUNK = 1 << 20
+# plain files kept open between reads (each stage asks about the same few files)
+MAX_OPEN = 32
+
+
+def _close_all(fds: OrderedDict[str, int]) -> None:
+    while fds:
+        _, fd = fds.popitem()
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 class JobBytes:
@@ -47,6 +66,56 @@ class JobBytes:
                  locations: Mapping[str, str] | None = None) -> None:
         self._inputs: dict[str, Input | None] = dict(inputs or {})
         self._locations = dict(locations or {})
+        self._fds: OrderedDict[str, int] = OrderedDict()
+        self._pinned: dict[str, int] = {}  # labels inside a reading() block: never evicted
+        self._lock = threading.Lock()
+        weakref.finalize(self, _close_all, self._fds)
+
+    def close(self) -> None:
+        """Close the descriptors kept open between reads (reads still work after;
+        a file inside a running :meth:`reading` block stays open until it ends)."""
+        with self._lock:
+            keep = {k: self._fds.pop(k) for k in list(self._fds) if k in self._pinned}
+            _close_all(self._fds)
+            self._fds.update(keep)
+
+    def __enter__(self) -> JobBytes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _fd(self, label: str) -> int:
+        """An open descriptor of a plain regular input, or -1."""
+        with self._lock:
+            fd = self._fds.get(label)
+            if fd is not None:
+                self._fds.move_to_end(label)
+                return fd
+        inp = self.input(label)
+        if inp is None or inp.compression is not None:
+            return -1
+        try:
+            fd = os.open(inp.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))  # type: ignore[arg-type]
+        except OSError:
+            return -1
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        except OSError:
+            regular = False
+        if not regular:
+            os.close(fd)
+            return -1
+        with self._lock:
+            if label in self._fds:  # another thread opened it meanwhile
+                os.close(fd)
+                return self._fds[label]
+            self._fds[label] = fd
+            for old in [k for k in self._fds if k not in self._pinned]:
+                if len(self._fds) <= MAX_OPEN:
+                    break
+                os.close(self._fds.pop(old))
+        return fd
 
     @classmethod
     def from_scan(cls, result: Any, locations: Mapping[str, str] | None = None) -> JobBytes:
@@ -72,22 +141,16 @@ class JobBytes:
     def reading(self, label: str) -> Iterator[Callable[[int, int], bytes] | None]:
         """``read(start, size)`` over one open descriptor of a plain input, for
         many reads in a row (``None`` for compressed or unreadable inputs)."""
-        inp = self.input(label)
-        fd = -1
-        if inp is not None and inp.compression is None:
-            try:
-                fd = os.open(inp.path, os.O_RDONLY)  # type: ignore[arg-type]
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    os.close(fd)
-                    fd = -1
-            except OSError:
-                fd = -1
+        with self._lock:
+            self._pinned[label] = self._pinned.get(label, 0) + 1
         try:
+            fd = self._fd(label)
             yield (lambda start, size: os.pread(fd, size, start)) if fd >= 0 else None
         finally:
-            if fd >= 0:
-                os.close(fd)
-
+            with self._lock:
+                left = self._pinned.pop(label) - 1
+                if left:
+                    self._pinned[label] = left
     def read(self, label: str, start: int, size: int) -> bytes | None:
         """``size`` bytes at decompressed offset ``start`` (fewer at the end)."""
         inp = self.input(label)
@@ -140,7 +203,7 @@ class JobBytes:
         newlines = 0
         last_end = 0           # offset just past the last non-blank byte seen
         last_nl_before = 0     # newlines before that byte
-        for pos, block in self._blocks(inp):
+        for pos, block in self._blocks(label, inp):
             stripped = block.rstrip(b" \t\r\n")
             if stripped:
                 last_end = pos + len(stripped)
@@ -165,24 +228,26 @@ class JobBytes:
             return None
         return st.st_size if stat.S_ISREG(st.st_mode) else None
 
-    def _blocks(self, inp: Input) -> Iterable[tuple[int, bytes]]:
+    def _blocks(self, label: str, inp: Input) -> Iterable[tuple[int, bytes]]:
         if inp.compression is not None:
             yield from self._decoded(inp, MAX_DECODE)
             return
         size = self._size(inp)
         if size is None or size > MAX_COUNT:
             return
-        try:
-            with open(inp.path, "rb") as f:  # type: ignore[arg-type]
-                pos = 0
+        with self.reading(label) as read:
+            if read is None:
+                return
+            pos = 0
+            try:
                 while pos < size:
-                    block = f.read(min(CHUNK, size - pos))
+                    block = read(pos, min(CHUNK, size - pos))
                     if not block:
                         return
                     yield pos, block
                     pos += len(block)
-        except OSError:
-            return
+            except OSError:
+                return
 
     @staticmethod
     def _decoded(inp: Input, limit: int) -> Iterable[tuple[int, bytes]]:
