@@ -37,45 +37,74 @@ def _fmt(x: object) -> str:
 
 
 def main(argv: list[str]) -> int:
-    roots = argv or [str(ROOT / "tests/corpus/cases"), str(ROOT / "tests/corpus/matrix-shift1"),
-                     str(ROOT / "tests/corpus/matrix-shift2"),
-                     str(ROOT / "tests/corpus/public")]
+    roots = argv or [
+        str(ROOT / "tests/corpus/cases"),
+        str(ROOT / "tests/corpus/matrix-shift1"),
+        str(ROOT / "tests/corpus/matrix-shift2"),
+        str(ROOT / "tests/corpus/public"),
+    ]
     rep = evaluate(roots)
     dev = rep.subset("dev")
     w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])
     insample = {r.case: _outcome(r, w)[:3] for r in rep.results}
     feats: dict = {}
     cv, cv_prob = cross_validate(dev, conf_features=feats)
-    cols = [("in-sample", rep.summary("dev", insample)), ("grouped CV", rep.summary("dev", cv)),
-            ("blind", rep.summary("blind", insample)), ("blind, as shipped", rep.summary("blind"))]
-    rows = [("cases (failed / healthy / stopped)", lambda s: f"{s['failed_cases']}/{s['healthy_cases']}/{s['stopped_cases']}"),
-            ("top-1 line and rank", lambda s: f"{_fmt(s['top1'])} ({s['top1_n']})"),
-            ("victims blamed", lambda s: s["victims_blamed"]),
-            ("failed jobs called healthy", lambda s: s["called_healthy"]),
-            ("healthy controls quiet", lambda s: _fmt(s["healthy_quiet"])),
-            ("stopped logs called stopped", lambda s: _fmt(s["stopped_right"])),
-            ("first line of grep -i error|exception|timeout|failed", lambda s: _fmt(s["grep_first_top1"])),
-            ("crashes", lambda s: s["errors"])]
+    cols = [
+        ("in-sample", rep.summary("dev", insample)),
+        ("grouped CV", rep.summary("dev", cv)),
+        ("blind", rep.summary("blind", insample)),
+        ("blind, as shipped", rep.summary("blind")),
+    ]
+    rows = [
+        (
+            "cases (failed / healthy / stopped)",
+            lambda s: f"{s['failed_cases']}/{s['healthy_cases']}/{s['stopped_cases']}",
+        ),
+        ("top-1 line and rank", lambda s: f"{_fmt(s['top1'])} ({s['top1_n']})"),
+        ("victims blamed", lambda s: s["victims_blamed"]),
+        ("failed jobs called healthy", lambda s: s["called_healthy"]),
+        ("healthy controls quiet", lambda s: _fmt(s["healthy_quiet"])),
+        ("stopped logs called stopped", lambda s: _fmt(s["stopped_right"])),
+        (
+            "first line of grep -i error|exception|timeout|failed",
+            lambda s: _fmt(s["grep_first_top1"]),
+        ),
+        ("crashes", lambda s: s["errors"]),
+    ]
     print(f"{'':54}" + "".join(f"{n:>19}" for n, _ in cols))
     for label, fn in rows:
         print(f"{label:54}" + "".join(f"{_fmt(fn(s)):>19}" for _, s in cols))
     for part in ("dev", "blind"):
-        tr = [r for r in rep.subset(part) if r.expected == "failure" and r.launcher_rank is not None
-              and r.truth_rank is not None]
+        tr = [
+            r
+            for r in rep.subset(part)
+            if r.expected == "failure" and r.launcher_rank is not None and r.truth_rank is not None
+        ]
         if tr:
             ok = sum(r.launcher_rank == r.truth_rank for r in tr)
-            print(f"torchrun's Root Cause summary ({part}): names the right rank in {ok} of {len(tr)} "
-                  f"failed cases where it exists and the truth knows the rank")
+            print(
+                f"torchrun's Root Cause summary ({part}): names the right rank in {ok} of {len(tr)} "
+                f"failed cases where it exists and the truth knows the rank"
+            )
     print("\nreliability (named failed cases): confidence shown vs accuracy observed")
     conf = oof_confidence(dev, feats, cv)
-    for title, part, c, o in (("grouped CV (dev)", "dev", conf, cv), ("blind, as shipped", "blind", None, None)):
+    for title, part, c, o in (
+        ("grouped CV (dev)", "dev", conf, cv),
+        ("blind, as shipped", "blind", None, None),
+    ):
         print(f"  {title}")
         for b in rep.reliability(part, conf=c, outcome=o):
             if b["cases"]:
-                print(f"    {b['confidence']:>14}  n={b['cases']:3d}  predicted {b['predicted']:.2f}  "
-                      f"observed {b['observed']:.2f}")
-    weights = dict(zip(__import__("denpex_fast.analysis.ranker", fromlist=["FEATURE_NAMES"]).FEATURE_NAMES,
-                       np.round(w, 2)))
+                print(
+                    f"    {b['confidence']:>14}  n={b['cases']:3d}  predicted {b['predicted']:.2f}  "
+                    f"observed {b['observed']:.2f}"
+                )
+    weights = dict(
+        zip(
+            __import__("denpex_fast.analysis.ranker", fromlist=["FEATURE_NAMES"]).FEATURE_NAMES,
+            np.round(w, 2),
+        )
+    )
     print("\nweights fitted on dev:", ", ".join(f"{k}={v:g}" for k, v in weights.items()))
     return 0
 

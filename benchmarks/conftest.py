@@ -59,8 +59,12 @@ def ceiling_binary() -> Path:
     out = data_dir() / "hs_ceiling"
     src = HERE / "hs_ceiling.c"
     if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libhs"], check=True,
-                               capture_output=True, text=True).stdout.split()
+        flags = subprocess.run(
+            ["pkg-config", "--cflags", "--libs", "libhs"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         subprocess.run(["gcc", "-O2", "-o", str(out), str(src), *flags, "-lpthread"], check=True)
     return out
 
@@ -76,8 +80,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
         return
     tr = terminalreporter
     tr.section("denpex_fast throughput (GB/s, same run, same corpus)")
-    tr.write_line(f"machine: {platform.machine()}, {os.cpu_count()} cpus, "
-                  f"{platform.python_implementation()} {platform.python_version()}")
+    tr.write_line(
+        f"machine: {platform.machine()}, {os.cpu_count()} cpus, "
+        f"{platform.python_implementation()} {platform.python_version()}"
+    )
     ceiling = RESULTS.get("raw hs_scan ceiling, 1 thread", {}).get("GB_per_s")
     for name, row in RESULTS.items():
         ratio = f"  {row['GB_per_s'] / ceiling:5.2f}x ceiling" if ceiling else ""

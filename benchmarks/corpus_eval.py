@@ -65,15 +65,15 @@ class CaseResult:
     error: str | None = None
     score: float = 0.0
     failure_class: str = ""
-    downstream_blamed: bool = False     # the named line is one of the truth's consequences
-    launcher_rank: int | None = None    # torchrun's "Root Cause (first observed failure)" rank
-    expected: str = "failure"           # failure | no-failure-found | stopped
-    group: str = ""                     # cross-validation group (source thread / generator fault)
-    partition: str = "dev"              # dev | blind
-    grep_right: bool = False            # the first line of a plain error grep is right
-    X: Any = field(default=None, repr=False)        # candidate features (ranker.FEATURE_NAMES)
-    labels: Any = field(default=None, repr=False)   # which candidates name the truth
-    blame: Any = field(default=None, repr=False)    # which candidates are downstream lines
+    downstream_blamed: bool = False  # the named line is one of the truth's consequences
+    launcher_rank: int | None = None  # torchrun's "Root Cause (first observed failure)" rank
+    expected: str = "failure"  # failure | no-failure-found | stopped
+    group: str = ""  # cross-validation group (source thread / generator fault)
+    partition: str = "dev"  # dev | blind
+    grep_right: bool = False  # the first line of a plain error grep is right
+    X: Any = field(default=None, repr=False)  # candidate features (ranker.FEATURE_NAMES)
+    labels: Any = field(default=None, repr=False)  # which candidates name the truth
+    blame: Any = field(default=None, repr=False)  # which candidates are downstream lines
 
     @property
     def called_healthy(self) -> bool:
@@ -92,21 +92,29 @@ class EvalReport:
     def subset(self, partition: str | None) -> list[CaseResult]:
         return [r for r in self.results if partition in (None, r.partition)]
 
-    def summary(self, partition: str | None = None,
-                outcome: dict[str, tuple[bool, bool, bool]] | None = None) -> dict[str, Any]:
+    def summary(
+        self,
+        partition: str | None = None,
+        outcome: dict[str, tuple[bool, bool, bool]] | None = None,
+    ) -> dict[str, Any]:
         """Figures over one partition (``None``: all).  ``outcome`` overrides
         (right, blamed, called healthy) per case, as cross-validation gives."""
         rs = self.subset(partition)
 
         def o(r: CaseResult) -> tuple[bool, bool, bool]:
-            return outcome[r.case] if outcome and r.case in outcome else (
-                r.right, r.downstream_blamed, r.called_healthy)
+            return (
+                outcome[r.case]
+                if outcome and r.case in outcome
+                else (r.right, r.downstream_blamed, r.called_healthy)
+            )
 
         failed = [r for r in rs if r.expected == "failure"]
         healthy = [r for r in rs if r.expected == "no-failure-found"]
         stopped = [r for r in rs if r.expected == "stopped"]
         return {
-            "cases": len(rs), "failed_cases": len(failed), "healthy_cases": len(healthy),
+            "cases": len(rs),
+            "failed_cases": len(failed),
+            "healthy_cases": len(healthy),
             "stopped_cases": len(stopped),
             "top1": _ratio(sum(o(r)[0] for r in failed), len(failed)),
             "top1_n": sum(o(r)[0] for r in failed),
@@ -118,21 +126,32 @@ class EvalReport:
             "errors": sum(1 for r in rs if r.error),
         }
 
-    def reliability(self, partition: str | None = None,
-                    edges: Sequence[float] = (0.0, 0.35, 0.5, 0.65, 0.8, 0.9, 1.01),
-                    conf: dict[str, float] | None = None,
-                    outcome: dict[str, tuple[bool, bool, bool]] | None = None) -> list[dict[str, Any]]:
+    def reliability(
+        self,
+        partition: str | None = None,
+        edges: Sequence[float] = (0.0, 0.35, 0.5, 0.65, 0.8, 0.9, 1.01),
+        conf: dict[str, float] | None = None,
+        outcome: dict[str, tuple[bool, bool, bool]] | None = None,
+    ) -> list[dict[str, Any]]:
         """Predicted confidence vs observed accuracy per bucket (named failed cases)."""
         out = []
-        named = [r for r in self.subset(partition) if r.expected == "failure"
-                 and r.verdict in FAILED_VERDICTS]
+        named = [
+            r
+            for r in self.subset(partition)
+            if r.expected == "failure" and r.verdict in FAILED_VERDICTS
+        ]
         for lo, hi in zip(edges, edges[1:]):
             b = [r for r in named if lo <= (conf or {}).get(r.case, r.confidence) < hi]
             ok = sum((outcome[r.case][0] if outcome and r.case in outcome else r.right) for r in b)
             pred = sum((conf or {}).get(r.case, r.confidence) for r in b)
-            out.append({"confidence": f"[{lo:.2f}, {min(hi, 1.0):.2f})", "cases": len(b),
-                        "predicted": round(pred / len(b), 3) if b else None,
-                        "observed": round(ok / len(b), 3) if b else None})
+            out.append(
+                {
+                    "confidence": f"[{lo:.2f}, {min(hi, 1.0):.2f})",
+                    "cases": len(b),
+                    "predicted": round(pred / len(b), 3) if b else None,
+                    "observed": round(ok / len(b), 3) if b else None,
+                }
+            )
         return out
 
 
@@ -163,7 +182,11 @@ def partition(case: Path) -> str:
         if f.is_file():
             rule = json.loads(f.read_text())
             m = re.match(r"(\d+)-", case.name)
-            if case.parent.name == "public" and m and int(m.group(1)) >= int(rule["blind_public_from"]):
+            if (
+                case.parent.name == "public"
+                and m
+                and int(m.group(1)) >= int(rule["blind_public_from"])
+            ):
                 return "blind"
             return "dev"
     return "dev"
@@ -218,12 +241,16 @@ def grep_first(case: Path) -> tuple[str, int, str, int | None] | None:
             continue
         start = data.rfind(b"\n", 0, m.start()) + 1
         end = data.find(b"\n", m.start())
-        text = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace").rstrip("\r")
+        text = data[start : end if end >= 0 else len(data)].decode("utf-8", "replace").rstrip("\r")
         rank = int(line_facts(pa.array([text])).rank[0])
         if rank < 0:
             rank = path_facts(f).rank if path_facts(f).rank is not None else -1
-        return (os.path.relpath(f, case), data.count(b"\n", 0, start) + 1, text,
-                rank if rank >= 0 else None)
+        return (
+            os.path.relpath(f, case),
+            data.count(b"\n", 0, start) + 1,
+            text,
+            rank if rank >= 0 else None,
+        )
     return None
 
 
@@ -260,7 +287,7 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     truth = json.loads((case / "truth.json").read_text())
     init = truth.get("initiating") or {}
     sub = ""
-    if not init and truth.get("initiating_signature"):   # incident write-up format: text, no line
+    if not init and truth.get("initiating_signature"):  # incident write-up format: text, no line
         init = {"rank": truth.get("initiating_rank")}
         sub = str(truth["initiating_signature"])
     expected = _expected(truth)
@@ -268,31 +295,51 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     t_file, t_line = init.get("file"), init.get("line")
     t_where = f"{t_file}:{t_line}" if t_file and t_line else None
     t_text = _bare(init.get("text") or "")
-    downstream = {_bare(x.get("text") or "") for x in truth.get("downstream") or []
-                  if isinstance(x, dict)} - {""}
+    downstream = {
+        _bare(x.get("text") or "") for x in truth.get("downstream") or [] if isinstance(x, dict)
+    } - {""}
     downstream |= {_bare(x) for x in truth.get("downstream_signatures") or [] if isinstance(x, str)}
-    base = {"failure_class": _failure_class(truth), "expected": expected,
-            "group": _group(case, truth), "partition": partition(case)}
+    base = {
+        "failure_class": _failure_class(truth),
+        "expected": expected,
+        "group": _group(case, truth),
+        "partition": partition(case),
+    }
     try:
         d = diagnose(log_files(case), scanner=scanner)
     except Exception as exc:  # a crash is a wrong answer, recorded with its reason
-        return CaseResult(case.name, expected == "no-failure-found", t_rank, t_where, "error",
-                          None, None, None, 0.0, False, False, False,
-                          f"{type(exc).__name__}: {exc}", **base)
+        return CaseResult(
+            case.name,
+            expected == "no-failure-found",
+            t_rank,
+            t_where,
+            "error",
+            None,
+            None,
+            None,
+            0.0,
+            False,
+            False,
+            False,
+            f"{type(exc).__name__}: {exc}",
+            **base,
+        )
 
     def rel(f: str) -> str:
         return os.path.relpath(f, case)
 
-    def hits(file: str | None, lines: tuple[int, int] | None, texts: Sequence[str],
-             rank: int | None) -> tuple[bool, bool]:
+    def hits(
+        file: str | None, lines: tuple[int, int] | None, texts: Sequence[str], rank: int | None
+    ) -> tuple[bool, bool]:
         line_ok = False
         if sub:
             line_ok = any(sub in x for x in texts)  # the truth quotes the message, not a line
         elif t_where is None:
-            line_ok = True                      # the truth names a rank only
+            line_ok = True  # the truth names a rank only
         elif file is not None and lines is not None:
             line_ok = (rel(file) == t_file and lines[0] <= t_line <= lines[1]) or (
-                bool(t_text) and any(_bare(x) == t_text for x in texts))
+                bool(t_text) and any(_bare(x) == t_text for x in texts)
+            )
         rank_ok = t_rank is None or (rank is not None and rank == t_rank)
         return line_ok, rank_ok
 
@@ -313,8 +360,10 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     if i is not None and inc is not None:
         line_hit, rank_hit = hits(i.file, inc.lines, [m.text for m in inc.members], rank)
     else:
-        line_hit, rank_hit = (t_where is None and not sub and d.suspect_rank is not None), (
-            t_rank is not None and d.suspect_rank == t_rank)
+        line_hit, rank_hit = (
+            (t_where is None and not sub and d.suspect_rank is not None),
+            (t_rank is not None and d.suspect_rank == t_rank),
+        )
     if expected == "failure":
         right = d.verdict in FAILED_VERDICTS and line_hit and rank_hit
     else:
@@ -323,14 +372,34 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     g = grep_first(case)
     grep_ok = False
     if g is not None and expected == "failure":
-        gl = (t_where is None) or f"{g[0]}:{g[1]}" == t_where or (bool(t_text) and _bare(g[2]) == t_text)
+        gl = (
+            (t_where is None)
+            or f"{g[0]}:{g[1]}" == t_where
+            or (bool(t_text) and _bare(g[2]) == t_text)
+        )
         grep_ok = gl and (t_rank is None or g[3] == t_rank)
-    return CaseResult(case.name, expected == "no-failure-found", t_rank, t_where, d.verdict, rank,
-                      f"{rel(i.file)}:{i.line}" if i is not None else None,
-                      i.signature if i else None, float(d.confidence), line_hit, rank_hit, right,
-                      score=float(d.score), downstream_blamed=blamed,
-                      launcher_rank=launcher_root_cause_rank(case), grep_right=grep_ok,
-                      X=X, labels=np.array(labels, bool), blame=np.array(blame, bool), **base)
+    return CaseResult(
+        case.name,
+        expected == "no-failure-found",
+        t_rank,
+        t_where,
+        d.verdict,
+        rank,
+        f"{rel(i.file)}:{i.line}" if i is not None else None,
+        i.signature if i else None,
+        float(d.confidence),
+        line_hit,
+        rank_hit,
+        right,
+        score=float(d.score),
+        downstream_blamed=blamed,
+        launcher_rank=launcher_root_cause_rank(case),
+        grep_right=grep_ok,
+        X=X,
+        labels=np.array(labels, bool),
+        blame=np.array(blame, bool),
+        **base,
+    )
 
 
 def _failure_class(truth: dict[str, Any]) -> str:
@@ -348,6 +417,7 @@ def evaluate(roots: Iterable[str | os.PathLike[str]], scanner: Any = None) -> Ev
 
 
 # ---------------------------------------------------------------- refitting
+
 
 def _outcome(r: CaseResult, w: np.ndarray) -> tuple[bool, bool, bool, float, int | None]:
     """(right, blamed, called healthy, top probability, top index) of a case
@@ -369,9 +439,12 @@ def _folds(groups: Sequence[str], k: int) -> dict[str, int]:
     return {g: i % k for i, g in enumerate(uniq)}
 
 
-def cross_validate(results: Sequence[CaseResult], k: int = 5,
-                   conf_features: dict[str, np.ndarray] | None = None, **fit_kw: Any
-                   ) -> tuple[dict[str, tuple[bool, bool, bool]], dict[str, float]]:
+def cross_validate(
+    results: Sequence[CaseResult],
+    k: int = 5,
+    conf_features: dict[str, np.ndarray] | None = None,
+    **fit_kw: Any,
+) -> tuple[dict[str, tuple[bool, bool, bool]], dict[str, float]]:
     """Out-of-fold outcome and top probability per case, folds grouped by
     :attr:`CaseResult.group`; ``conf_features`` (when given) receives each
     failed case's :func:`~denpex_fast.analysis.ranker.confidence_features` under the
@@ -382,16 +455,23 @@ def cross_validate(results: Sequence[CaseResult], k: int = 5,
     outcome: dict[str, tuple[bool, bool, bool]] = {}
     prob: dict[str, float] = {}
     for f in range(k):
-        train = [(r.X, r.labels) for r in results if fold[r.group] != f and r.X is not None
-                 and r.expected == "failure"]
+        train = [
+            (r.X, r.labels)
+            for r in results
+            if fold[r.group] != f and r.X is not None and r.expected == "failure"
+        ]
         w = fit(train, **fit_kw)
         for r in results:
             if fold[r.group] == f:
                 right, blamed, healthy, p, _ = _outcome(r, w)
                 outcome[r.case] = (right, blamed, healthy)
                 prob[r.case] = p
-                if (conf_features is not None and r.expected == "failure" and r.X is not None
-                        and len(r.X)):
+                if (
+                    conf_features is not None
+                    and r.expected == "failure"
+                    and r.X is not None
+                    and len(r.X)
+                ):
                     conf_features[r.case] = confidence_features(r.X, w)
     return outcome, prob
 
@@ -409,8 +489,12 @@ def source_weights(results: Sequence[CaseResult]) -> dict[str, float]:
     return {c: 1.0 / n[k] for c, k in kind.items()}
 
 
-def confidence_l2(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
-                  outcome: dict[str, tuple[bool, bool, bool]], k: int = 5) -> float:
+def confidence_l2(
+    results: Sequence[CaseResult],
+    feats: dict[str, np.ndarray],
+    outcome: dict[str, tuple[bool, bool, bool]],
+    k: int = 5,
+) -> float:
     """The L2 strength of :data:`CONFIDENCE_L2` whose out-of-fold confidences
     have the lowest log-loss."""
     named = [r for r in results if r.case in feats]
@@ -426,9 +510,13 @@ def confidence_l2(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
     return min(CONFIDENCE_L2, key=loss)
 
 
-def oof_confidence(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
-                   outcome: dict[str, tuple[bool, bool, bool]], k: int = 5,
-                   l2: float | None = None) -> dict[str, float]:
+def oof_confidence(
+    results: Sequence[CaseResult],
+    feats: dict[str, np.ndarray],
+    outcome: dict[str, tuple[bool, bool, bool]],
+    k: int = 5,
+    l2: float | None = None,
+) -> dict[str, float]:
     """Each failed case's confidence from a confidence model fitted without its
     group (for the reliability table of cross-validation); ``l2``: the
     model's L2 strength (default: chosen by :func:`confidence_l2`)."""
@@ -443,8 +531,12 @@ def oof_confidence(results: Sequence[CaseResult], feats: dict[str, np.ndarray],
     for f in range(k):
         train = [r for r in named if fold[r.group] != f]
         wt = source_weights(train)
-        cw = fit_confidence([feats[r.case] for r in train], [outcome[r.case][0] for r in train],
-                            l2=l2, weight=[wt[r.case] for r in train])
+        cw = fit_confidence(
+            [feats[r.case] for r in train],
+            [outcome[r.case][0] for r in train],
+            l2=l2,
+            weight=[wt[r.case] for r in train],
+        )
         for r in named:
             if fold[r.group] == f:
                 out[r.case] = float(sigmoid(feats[r.case] @ cw))
@@ -466,17 +558,34 @@ def refit(report: EvalReport, k: int = 5) -> dict[str, Any]:
     w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])
     feats: dict[str, np.ndarray] = {}
     outcome, prob = cross_validate(dev, k, conf_features=feats)
-    pts = [(prob[r.case], outcome[r.case][0]) for r in dev
-           if r.expected == "failure" and r.X is not None and len(r.X)]
+    pts = [
+        (prob[r.case], outcome[r.case][0])
+        for r in dev
+        if r.expected == "failure" and r.X is not None and len(r.X)
+    ]
     named = [r for r in dev if r.case in feats]
     l2 = confidence_l2(dev, feats, outcome, k)
     wt = source_weights(named)
-    cw = fit_confidence([feats[r.case] for r in named], [outcome[r.case][0] for r in named], l2=l2,
-                        weight=[wt[r.case] for r in named])
-    model = Model(w, threshold_for_precision(pts, 0.95), isotonic_calibration(pts), {
-        "fitted_on": "dev partition", "cases": len(dev),
-        "groups": len({r.group for r in dev}), "folds": k,
-        "features": len(FEATURE_NAMES), "confidence_l2": l2}, cw)
+    cw = fit_confidence(
+        [feats[r.case] for r in named],
+        [outcome[r.case][0] for r in named],
+        l2=l2,
+        weight=[wt[r.case] for r in named],
+    )
+    model = Model(
+        w,
+        threshold_for_precision(pts, 0.95),
+        isotonic_calibration(pts),
+        {
+            "fitted_on": "dev partition",
+            "cases": len(dev),
+            "groups": len({r.group for r in dev}),
+            "folds": k,
+            "features": len(FEATURE_NAMES),
+            "confidence_l2": l2,
+        },
+        cw,
+    )
     return model.to_json()
 
 
@@ -486,17 +595,25 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description="Evaluate the diagnosis on labelled corpora.")
     ap.add_argument("roots", nargs="+", help="corpus directories (cases with truth.json)")
-    ap.add_argument("--fit", action="store_true",
-                    help="refit denpex_fast/ranking_model.json on the dev partition")
-    ap.add_argument("--show-blind", action="store_true",
-                    help="print blind cases one by one too (default: only their totals)")
+    ap.add_argument(
+        "--fit",
+        action="store_true",
+        help="refit denpex_fast/ranking_model.json on the dev partition",
+    )
+    ap.add_argument(
+        "--show-blind",
+        action="store_true",
+        help="print blind cases one by one too (default: only their totals)",
+    )
     a = ap.parse_args(argv)
     rep = evaluate(a.roots)
     for r in rep.results:
         if r.partition == "blind" and not a.show_blind:
             continue
-        print(f"{'ok' if r.right else 'XX'} {r.case[:52]:52} {r.verdict:16} rank={r.rank} "
-              f"{r.signature} {r.where} (truth rank={r.truth_rank} {r.truth_where}) p={r.score:.2f}")
+        print(
+            f"{'ok' if r.right else 'XX'} {r.case[:52]:52} {r.verdict:16} rank={r.rank} "
+            f"{r.signature} {r.where} (truth rank={r.truth_rank} {r.truth_where}) p={r.score:.2f}"
+        )
     for part in ("dev", "blind"):
         print(part, json.dumps(rep.summary(part)))
     if a.fit:

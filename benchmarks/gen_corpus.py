@@ -30,8 +30,24 @@ FAILURE_LINES = [
     "Segmentation fault (core dumped)",
 ]
 
-WORDS = ["model", "layer", "attention", "mlp", "embedding", "optimizer", "bucket", "param",
-         "grad", "scale", "shard", "stage", "micro", "batch", "token", "sequence"]
+WORDS = [
+    "model",
+    "layer",
+    "attention",
+    "mlp",
+    "embedding",
+    "optimizer",
+    "bucket",
+    "param",
+    "grad",
+    "scale",
+    "shard",
+    "stage",
+    "micro",
+    "batch",
+    "token",
+    "sequence",
+]
 
 
 def lines(rng: random.Random, ranks: int = 64, failure_rate: float = 0.00005):
@@ -49,30 +65,42 @@ def lines(rng: random.Random, ranks: int = 64, failure_rate: float = 0.00005):
             yield f"[rank{r}]: {rng.choice(FAILURE_LINES)}"
         elif k < 0.35:
             step += 1
-            yield (f"[rank{r}]: {stamp} INFO train.py:{rng.randrange(50, 400)} step={step} "
-                   f"loss={rng.random() * 3:.4f} lr={rng.random() * 1e-3:.3e} "
-                   f"grad_norm={rng.random() * 5:.3f} tokens/s={rng.randrange(30000, 50000)}")
+            yield (
+                f"[rank{r}]: {stamp} INFO train.py:{rng.randrange(50, 400)} step={step} "
+                f"loss={rng.random() * 3:.4f} lr={rng.random() * 1e-3:.3e} "
+                f"grad_norm={rng.random() * 5:.3f} tokens/s={rng.randrange(30000, 50000)}"
+            )
         elif k < 0.55:
-            yield (f"[default{r}]:[{stamp}] [INFO] [logging.py:96:log_dist] [Rank {r}] "
-                   f"step={step}, skipped={rng.randrange(3)}, lr=[{rng.random() * 1e-4:.6e}], "
-                   f"mom=[(0.9, 0.95)]")
+            yield (
+                f"[default{r}]:[{stamp}] [INFO] [logging.py:96:log_dist] [Rank {r}] "
+                f"step={step}, skipped={rng.randrange(3)}, lr=[{rng.random() * 1e-4:.6e}], "
+                f"mom=[(0.9, 0.95)]"
+            )
         elif k < 0.75:
             a, b = rng.randrange(8), rng.randrange(8)
-            yield (f"[rank{r}]: {host}:{10000 + r}:{10100 + r} [{r % 8}] NCCL INFO Channel "
-                   f"{rng.randrange(32):02d}/0 : {a}[{a}] -> {b}[{b}] via P2P/IPC/read")
+            yield (
+                f"[rank{r}]: {host}:{10000 + r}:{10100 + r} [{r % 8}] NCCL INFO Channel "
+                f"{rng.randrange(32):02d}/0 : {a}[{a}] -> {b}[{b}] via P2P/IPC/read"
+            )
         elif k < 0.85:
             pct = rng.randrange(101)
-            yield (f"[rank{r}]: Epoch {step // 1000}:  {pct:3d}%|{'#' * (pct // 10):<10}| "
-                   f"{pct * 10}/1000 [{rng.randrange(60):02d}:{rng.randrange(60):02d}<"
-                   f"{rng.randrange(60):02d}:{rng.randrange(60):02d}, {rng.random() * 10:.2f}it/s]")
+            yield (
+                f"[rank{r}]: Epoch {step // 1000}:  {pct:3d}%|{'#' * (pct // 10):<10}| "
+                f"{pct * 10}/1000 [{rng.randrange(60):02d}:{rng.randrange(60):02d}<"
+                f"{rng.randrange(60):02d}:{rng.randrange(60):02d}, {rng.random() * 10:.2f}it/s]"
+            )
         elif k < 0.93:
-            yield (f"[rank{r}]: I0501 {hh:02d}:{mm:02d}:{ss:09.6f} {20000 + r} "
-                   f"{rng.choice(WORDS)}_{rng.choice(WORDS)}.cc:{rng.randrange(900)}] "
-                   f"{rng.choice(WORDS)} {rng.choice(WORDS)} ready in {rng.random() * 100:.1f} ms")
+            yield (
+                f"[rank{r}]: I0501 {hh:02d}:{mm:02d}:{ss:09.6f} {20000 + r} "
+                f"{rng.choice(WORDS)}_{rng.choice(WORDS)}.cc:{rng.randrange(900)}] "
+                f"{rng.choice(WORDS)} {rng.choice(WORDS)} ready in {rng.random() * 100:.1f} ms"
+            )
         else:
-            yield (f"[rank{r}]: [{stamp}] [INFO] [config.py:{rng.randrange(900, 1100)}:print]   "
-                   f"{rng.choice(WORDS)}_{rng.choice(WORDS)}_size .......... "
-                   f"{rng.randrange(1, 10) * 10 ** rng.randrange(3, 9)}")
+            yield (
+                f"[rank{r}]: [{stamp}] [INFO] [config.py:{rng.randrange(900, 1100)}:print]   "
+                f"{rng.choice(WORDS)}_{rng.choice(WORDS)}_size .......... "
+                f"{rng.randrange(1, 10) * 10 ** rng.randrange(3, 9)}"
+            )
 
 
 def parse_size(text: str) -> int:

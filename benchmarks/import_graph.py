@@ -20,8 +20,18 @@ PKG = Path(__file__).resolve().parents[1] / "denpex_fast"
 #: the stages, lowest first: a module may import its own layer or lower ones.
 #: Top-level modules not listed are the front (cli, report, api, ...), which
 #: may import anything; the one-release aliases of old paths are skipped.
-LAYERS = {"errors": 0, "schema": 0, "cachedir": 0, "tables": 0,
-          "io": 1, "kb": 2, "engine": 3, "facts": 4, "analysis": 5, "batch": 6}
+LAYERS = {
+    "errors": 0,
+    "schema": 0,
+    "cachedir": 0,
+    "tables": 0,
+    "io": 1,
+    "kb": 2,
+    "engine": 3,
+    "facts": 4,
+    "analysis": 5,
+    "batch": 6,
+}
 FRONT = 7
 
 
@@ -32,7 +42,9 @@ def layer(module: str) -> int:
 def is_alias(path: Path) -> bool:
     """A one-release alias module of an old import path (no code of its own)."""
     text = path.read_text()
-    return "this alias stays for one release" in text or "this re-export stays for one release" in text
+    return (
+        "this alias stays for one release" in text or "this re-export stays for one release" in text
+    )
 
 
 def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
@@ -41,8 +53,11 @@ def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 
 def modules() -> dict[str, Path]:
-    return {p.relative_to(PKG).with_suffix("").as_posix().replace("/", "."): p
-            for p in sorted(PKG.rglob("*.py")) if not is_alias(p)}
+    return {
+        p.relative_to(PKG).with_suffix("").as_posix().replace("/", "."): p
+        for p in sorted(PKG.rglob("*.py"))
+        if not is_alias(p)
+    }
 
 
 def edges(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[tuple[str, str, str]]]:
@@ -52,9 +67,13 @@ def edges(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[tuple[str, s
     for name, path in mods.items():
         tree = ast.parse(path.read_text(), str(path))
         pkg_parts = name.split(".")[:-1]
-        typing_only = {id(n) for t in ast.walk(tree) if isinstance(t, ast.If)
-                       and "TYPE_CHECKING" in ast.unparse(t.test) for b in t.body
-                       for n in ast.walk(b)}
+        typing_only = {
+            id(n)
+            for t in ast.walk(tree)
+            if isinstance(t, ast.If) and "TYPE_CHECKING" in ast.unparse(t.test)
+            for b in t.body
+            for n in ast.walk(b)
+        }
         for node in ast.walk(tree):
             if id(node) in typing_only:
                 continue  # annotations only: not a dependency at run time
@@ -63,7 +82,7 @@ def edges(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[tuple[str, s
                     base = pkg_parts[: len(pkg_parts) - (node.level - 1)]
                     target = ".".join(base + ([node.module] if node.module else []))
                 elif node.module and node.module.startswith("denpex_fast"):
-                    target = node.module[len("denpex_fast."):] if "." in node.module else ""
+                    target = node.module[len("denpex_fast.") :] if "." in node.module else ""
                 else:
                     continue
                 for alias in node.names:
@@ -77,7 +96,7 @@ def edges(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[tuple[str, s
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.startswith("denpex_fast."):
-                        t = alias.name[len("denpex_fast."):]
+                        t = alias.name[len("denpex_fast.") :]
                         if t in mods:
                             out[name].add(t)
         out[name].discard(name)

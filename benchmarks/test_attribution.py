@@ -50,14 +50,20 @@ def match_table() -> pa.Table:
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_attribute_1m_rows(benchmark, match_table: pa.Table, threads: int) -> None:
-    result = benchmark.pedantic(lambda: attribute(match_table, threads=threads),
-                                rounds=3, iterations=1, warmup_rounds=1)
+    result = benchmark.pedantic(
+        lambda: attribute(match_table, threads=threads), rounds=3, iterations=1, warmup_rounds=1
+    )
     table = result.table
     assert table.num_rows == ROWS
     assert table.column("rank").null_count < ROWS // 100
     assert table.column("ts").null_count < ROWS // 100
     if benchmark.stats:
         best = benchmark.stats.stats.min
-        benchmark.extra_info.update({"rows": ROWS, "threads": threads,
-                                     "rows_per_s": ROWS / best,
-                                     "carried": sum(result.ts_carried.to_pylist())})
+        benchmark.extra_info.update(
+            {
+                "rows": ROWS,
+                "threads": threads,
+                "rows_per_s": ROWS / best,
+                "carried": sum(result.ts_carried.to_pylist()),
+            }
+        )

@@ -38,5 +38,7 @@ def test_diagnose_vs_scan(benchmark, corpus: Path) -> None:
     record("scan, built-in knowledge base", size, t_scan)
     record("diagnose", size, t_diag, ratio_to_scan=t_diag / t_scan)
     record("diagnose --baseline (256 MiB healthy run)", size, t_base, ratio_to_scan=t_base / t_scan)
-    print(f"\nscan {t_scan:.2f} s, diagnose {t_diag:.2f} s ({t_diag / t_scan:.2f}x), "
-          f"with baseline {t_base:.2f} s ({t_base / t_scan:.2f}x)")
+    print(
+        f"\nscan {t_scan:.2f} s, diagnose {t_diag:.2f} s ({t_diag / t_scan:.2f}x), "
+        f"with baseline {t_base:.2f} s ({t_base / t_scan:.2f}x)"
+    )

@@ -47,7 +47,10 @@ def _make_job(d: Path, seed: int, mib: float) -> int:
         if k == 0:
             tmp.replace(d / "rank0.log")
         elif k == 1:
-            with open(tmp, "rb") as src, gzip.open(d / "rank1.log.gz", "wb", compresslevel=3) as dst:
+            with (
+                open(tmp, "rb") as src,
+                gzip.open(d / "rank1.log.gz", "wb", compresslevel=3) as dst,
+            ):
                 shutil.copyfileobj(src, dst, 1 << 22)
             tmp.unlink()
         else:
@@ -66,7 +69,9 @@ def job_archive() -> tuple[Path, int]:
     if not done.exists():
         total = 0
         for i in range(n):
-            total += _make_job(root / f"job-{i:04d}", seed=1000 + i, mib=mib * (0.8 + 0.4 * (i % 5) / 4))
+            total += _make_job(
+                root / f"job-{i:04d}", seed=1000 + i, mib=mib * (0.8 + 0.4 * (i % 5) / 4)
+            )
         done.write_text(str(total))
     return root, int(done.read_text())
 
@@ -95,28 +100,33 @@ def _full(root: Path, out: Path, scanner: Scanner, **kw: object) -> float:
 
 def _record(name: str, nbytes: int, seconds: float) -> None:
     TIMES[name] = seconds
-    RESULTS[name] = {"bytes": float(nbytes), "seconds": seconds,
-                     "GB_per_s": nbytes / seconds / 1e9}
-    print(f"\n{name}: {seconds:.2f} s, {nbytes / seconds / 1e9:.3f} GB/s "
-          f"(load after {os.getloadavg()[0]:.2f})")
+    RESULTS[name] = {"bytes": float(nbytes), "seconds": seconds, "GB_per_s": nbytes / seconds / 1e9}
+    print(
+        f"\n{name}: {seconds:.2f} s, {nbytes / seconds / 1e9:.3f} GB/s "
+        f"(load after {os.getloadavg()[0]:.2f})"
+    )
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_index_local_threads(benchmark, job_archive, scanner, threads: int) -> None:  # type: ignore[no-untyped-def]
     root, nbytes = job_archive
     out = data_dir() / f"bench-index-{threads}"
-    dt = benchmark.pedantic(_full, args=(root, out, scanner), kwargs={"threads": threads},
-                            rounds=1, iterations=1)
+    dt = benchmark.pedantic(
+        _full, args=(root, out, scanner), kwargs={"threads": threads}, rounds=1, iterations=1
+    )
     _record(f"index, {threads} local thread(s)", nbytes, dt if dt else benchmark.stats.stats.mean)
     if threads == 2 and "index, 1 local thread(s)" in TIMES:
-        print(f"speed-up 2 vs 1 threads: {TIMES['index, 1 local thread(s)'] / TIMES[f'index, {threads} local thread(s)']:.2f}x")
+        print(
+            f"speed-up 2 vs 1 threads: {TIMES['index, 1 local thread(s)'] / TIMES[f'index, {threads} local thread(s)']:.2f}x"
+        )
 
 
 def test_index_local_processes(benchmark, job_archive, scanner) -> None:  # type: ignore[no-untyped-def]
     root, nbytes = job_archive
     out = data_dir() / "bench-index-procs"
-    dt = benchmark.pedantic(_full, args=(root, out, scanner), kwargs={"processes": 2},
-                            rounds=1, iterations=1)
+    dt = benchmark.pedantic(
+        _full, args=(root, out, scanner), kwargs={"processes": 2}, rounds=1, iterations=1
+    )
     _record("index, 2 local processes", nbytes, dt)
     if "index, 1 local thread(s)" in TIMES:
         print(f"speed-up 2 processes vs 1 thread: {TIMES['index, 1 local thread(s)'] / dt:.2f}x")
@@ -131,8 +141,9 @@ def test_index_dask_local_cluster(benchmark, job_archive, scanner) -> None:  # t
     out = data_dir() / "bench-index-dask"
     with local_cluster() as cluster, Client(cluster) as client:
         client.run(lambda: None)  # workers up before timing
-        dt = benchmark.pedantic(_full, args=(root, out, scanner), kwargs={"dask": client},
-                                rounds=1, iterations=1)
+        dt = benchmark.pedantic(
+            _full, args=(root, out, scanner), kwargs={"dask": client}, rounds=1, iterations=1
+        )
     _record("index, Dask LocalCluster 2 workers", nbytes, dt)
     if "index, 2 local thread(s)" in TIMES:
         print(f"Dask / 2 threads time: {dt / TIMES['index, 2 local thread(s)']:.2f}")

@@ -42,22 +42,31 @@ def _files(n: int) -> Path:
     if not root.exists():
         root.mkdir(parents=True)
         for i in range(n):
-            (root / f"f{i}.log").write_text(f"2024-05-01 12:00:{i % 60:02d},000 INFO step=1 worker={i}\n")
+            (root / f"f{i}.log").write_text(
+                f"2024-05-01 12:00:{i % 60:02d},000 INFO step=1 worker={i}\n"
+            )
     return root
 
 
-_CHILD = ("import atexit, resource, runpy, sys\n"
-          "atexit.register(lambda: sys.stderr.write("
-          "'PEAK %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
-          "sys.argv = ['denpex'] + sys.argv[1:]\n"
-          "runpy.run_module('denpex_fast', run_name='__main__')\n")
+_CHILD = (
+    "import atexit, resource, runpy, sys\n"
+    "atexit.register(lambda: sys.stderr.write("
+    "'PEAK %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+    "sys.argv = ['denpex'] + sys.argv[1:]\n"
+    "runpy.run_module('denpex_fast', run_name='__main__')\n"
+)
 
 
 def _run(args: list[str]) -> tuple[float, float]:
     """(seconds, peak RSS MiB) of one whole ``denpex`` process."""
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", _CHILD, *args], check=False,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, *args],
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seconds = time.perf_counter() - t0
     peak = [int(x.split()[1]) for x in out.stderr.splitlines() if x.startswith("PEAK ")]
     return seconds, (peak[-1] / 1024 if peak else float("nan"))
@@ -69,15 +78,26 @@ def test_many_small_inputs(benchmark, what: str, tmp_path: Path) -> None:  # typ
     for n in (N, 10 * N):
         if what.endswith("tar"):
             root = _archive(n)
-            args = (["index", str(root), "-o", str(tmp_path / f"idx{n}"), "-q", "-e", "s=step 5"]
-                    if what == "index-tar" else ["diagnose", str(root / "job.tar.gz"), "-o", os.devnull])
+            args = (
+                ["index", str(root), "-o", str(tmp_path / f"idx{n}"), "-q", "-e", "s=step 5"]
+                if what == "index-tar"
+                else ["diagnose", str(root / "job.tar.gz"), "-o", os.devnull]
+            )
         else:
             root = _files(n)
-            args = (["scan", "-q", str(root)] if what == "scan-files"
-                    else ["diagnose", str(root), "-o", os.devnull])
-        rows[n] = benchmark.pedantic(_run, args=(args,), rounds=1, iterations=1) if n == N \
-            else _run(args)
+            args = (
+                ["scan", "-q", str(root)]
+                if what == "scan-files"
+                else ["diagnose", str(root), "-o", os.devnull]
+            )
+        rows[n] = (
+            benchmark.pedantic(_run, args=(args,), rounds=1, iterations=1) if n == N else _run(args)
+        )
     (t1, m1), (t10, m10) = rows[N], rows[10 * N]
     size = sum(f.stat().st_size for f in Path(root).rglob("*") if f.is_file())
-    record(f"{what} x{10 * N}: time {t10 / t1:.1f}x, RSS {m10 / m1:.2f}x of x{N}", size, t10,
-           peak_rss_mib=m10)
+    record(
+        f"{what} x{10 * N}: time {t10 / t1:.1f}x, RSS {m10 / m1:.2f}x of x{N}",
+        size,
+        t10,
+        peak_rss_mib=m10,
+    )

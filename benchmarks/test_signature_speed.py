@@ -60,10 +60,14 @@ def test_full_set_vs_literal_subset(benchmark, healthy: Path) -> None:
     RESULTS["literal"] = g_lit
     n_full = sum(map(len, full.values()))
     n_lit = sum(map(len, literal.values()))
-    benchmark.extra_info.update({"full_GBps": g_full, "literal_GBps": g_lit, "ratio": g_full / g_lit})
+    benchmark.extra_info.update(
+        {"full_GBps": g_full, "literal_GBps": g_lit, "ratio": g_full / g_lit}
+    )
     benchmark.pedantic(lambda: None, rounds=1)
-    print(f"\nfull set ({n_full} patterns): {g_full:.3f} GB/s; literal-only subset ({n_lit}): "
-          f"{g_lit:.3f} GB/s; ratio {g_full / g_lit:.2f} (target >= 0.80)")
+    print(
+        f"\nfull set ({n_full} patterns): {g_full:.3f} GB/s; literal-only subset ({n_lit}): "
+        f"{g_lit:.3f} GB/s; ratio {g_full / g_lit:.2f} (target >= 0.80)"
+    )
 
 
 def test_each_family(benchmark, healthy: Path) -> None:

@@ -42,23 +42,33 @@ def _slice(corpus: Path) -> bytes:
 def test_denpex_scan_to_arrow(benchmark, corpus: Path, pattern_set: dict, threads: int) -> None:
     scanner = _scanner(pattern_set)
     size = corpus.stat().st_size
-    table = benchmark.pedantic(lambda: scanner.scan([corpus], threads=threads),
-                               rounds=3, iterations=1, warmup_rounds=1)
+    table = benchmark.pedantic(
+        lambda: scanner.scan([corpus], threads=threads), rounds=3, iterations=1, warmup_rounds=1
+    )
     assert table.num_rows > 0
     if benchmark.stats:
-        row = record(f"denpex_fast.scan -> Arrow, {threads} thread(s)", size,
-                     benchmark.stats.stats.min, rows=table.num_rows)
+        row = record(
+            f"denpex_fast.scan -> Arrow, {threads} thread(s)",
+            size,
+            benchmark.stats.stats.min,
+            rows=table.num_rows,
+        )
         benchmark.extra_info.update(row)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_raw_engine_ceiling(benchmark, corpus: Path, pattern_set: dict, ceiling_binary: Path,
-                            threads: int) -> None:
+def test_raw_engine_ceiling(
+    benchmark, corpus: Path, pattern_set: dict, ceiling_binary: Path, threads: int
+) -> None:
     inner: list[float] = []
 
     def run() -> None:
-        out = subprocess.run([str(ceiling_binary), str(pattern_set["hs_file"]), str(corpus),
-                              str(threads)], check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [str(ceiling_binary), str(pattern_set["hs_file"]), str(corpus), str(threads)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         inner.append(float(out.split()[2]))
 
     benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
@@ -85,10 +95,12 @@ def test_grep_extended(benchmark, corpus: Path, pattern_set: dict, tmp_path: Pat
     part = tmp_path / "slice.log"
     part.write_bytes(_slice(corpus))
     cmd = ["grep", "-n", "-E", "-f", str(pattern_set["ere_file"]), str(part)]
-    benchmark.pedantic(lambda: subprocess.run(cmd, stdout=subprocess.PIPE), rounds=2,
-                       iterations=1)
-    record(f"grep -E -f ({pattern_set['n_ere']} patterns), 64 MiB", part.stat().st_size,
-           benchmark.stats.stats.min)
+    benchmark.pedantic(lambda: subprocess.run(cmd, stdout=subprocess.PIPE), rounds=2, iterations=1)
+    record(
+        f"grep -E -f ({pattern_set['n_ere']} patterns), 64 MiB",
+        part.stat().st_size,
+        benchmark.stats.stats.min,
+    )
 
 
 def test_python_re(benchmark, corpus: Path, pattern_set: dict) -> None:
@@ -107,16 +119,20 @@ def test_python_re(benchmark, corpus: Path, pattern_set: dict) -> None:
         return sum(1 for _ in combined.finditer(data))
 
     benchmark.pedantic(run, rounds=1, iterations=1)
-    record(f"Python re (one alternation of {len(rxs)}), 64 MiB", len(data),
-           benchmark.stats.stats.min)
+    record(
+        f"Python re (one alternation of {len(rxs)}), 64 MiB", len(data), benchmark.stats.stats.min
+    )
 
 
 def test_pypi_hyperscan_with_callback(benchmark, corpus: Path, pattern_set: dict) -> None:
     hyperscan = pytest.importorskip("hyperscan")
     exprs = [e.encode() for _, e in pattern_set["pairs"]]
     db = hyperscan.Database()
-    db.compile(expressions=exprs, ids=list(range(len(exprs))),
-               flags=[hyperscan.HS_FLAG_MULTILINE] * len(exprs))
+    db.compile(
+        expressions=exprs,
+        ids=list(range(len(exprs))),
+        flags=[hyperscan.HS_FLAG_MULTILINE] * len(exprs),
+    )
     hits: list[int] = []
 
     def on_match(id_: int, start: int, end: int, flags: int, ctx: object) -> None:
@@ -159,9 +175,20 @@ def test_peak_rss(benchmark, corpus: Path, pattern_set: dict, threads: int) -> N
         print(hwm(), base, dt, t.num_rows)
     """)
     out: list[str] = []
-    benchmark.pedantic(lambda: out.append(subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout),
-        rounds=1, iterations=1)
+    benchmark.pedantic(
+        lambda: out.append(
+            subprocess.run(
+                [sys.executable, "-c", code], check=True, capture_output=True, text=True
+            ).stdout
+        ),
+        rounds=1,
+        iterations=1,
+    )
     peak_kib, base_kib, dt, _ = out[-1].split()
-    record(f"denpex_fast.scan, fresh process, {threads} thread(s)", corpus.stat().st_size,
-           float(dt), peak_rss_mib=int(peak_kib) / 1024, base_rss_mib=int(base_kib) / 1024)
+    record(
+        f"denpex_fast.scan, fresh process, {threads} thread(s)",
+        corpus.stat().st_size,
+        float(dt),
+        peak_rss_mib=int(peak_kib) / 1024,
+        base_rss_mib=int(base_kib) / 1024,
+    )

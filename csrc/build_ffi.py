@@ -51,8 +51,14 @@ HS_FLAGS = ("CASELESS", "DOTALL", "MULTILINE", "SINGLEMATCH", "ALLOWEMPTY", "UTF
 def _compile_args() -> list[str]:
     args = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
     if os.environ.get("DENPEX_SANITIZE") == "1":
-        args += ["-O1", "-g", "-DDX_USE_MALLOC", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-                 "-fno-sanitize-recover=undefined"]
+        args += [
+            "-O1",
+            "-g",
+            "-DDX_USE_MALLOC",
+            "-fno-omit-frame-pointer",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=undefined",
+        ]
     else:
         args += ["-O3"]
     args += os.environ.get("DENPEX_CFLAGS", "").split()
@@ -63,7 +69,6 @@ def _link_args() -> list[str]:
     if os.environ.get("DENPEX_SANITIZE") == "1":
         return ["-fsanitize=address,undefined"]
     return []
-
 
 
 def make_builder(absolute_paths: bool = False) -> FFI:

@@ -45,9 +45,30 @@ __all__ = sorted(_LAZY)
 
 # Modules that lived at the top level before the package was laid out by stage
 # (io, kb, engine, facts, analysis, batch); their old paths stay importable.
-_MOVED = frozenset({"sources", "jobs", "spool", "readback", "signatures", "_native", "scanner",
-                    "cache", "attribution", "timeparse", "incidents", "ranker", "causal",
-                    "progress", "baseline", "resume", "diagnosis", "index", "dask", "query"})
+_MOVED = frozenset(
+    {
+        "sources",
+        "jobs",
+        "spool",
+        "readback",
+        "signatures",
+        "_native",
+        "scanner",
+        "cache",
+        "attribution",
+        "timeparse",
+        "incidents",
+        "ranker",
+        "causal",
+        "progress",
+        "baseline",
+        "resume",
+        "diagnosis",
+        "index",
+        "dask",
+        "query",
+    }
+)
 
 
 def __dir__() -> list[str]:

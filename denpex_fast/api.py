@@ -16,10 +16,15 @@ from .engine.scanner import Scanner, default_scanner
 from .facts.attribution import attribute as attribute_table
 
 
-def scan(paths: Iterable[Any] | str | os.PathLike[str], signatures: Any = None, *,
-         patterns: Mapping[str, str | Sequence[str]] | None = None,
-         threads: int | None = None, attribute: bool | Mapping[str, Any] = False,
-         **kwargs: Any) -> pa.Table:
+def scan(
+    paths: Iterable[Any] | str | os.PathLike[str],
+    signatures: Any = None,
+    *,
+    patterns: Mapping[str, str | Sequence[str]] | None = None,
+    threads: int | None = None,
+    attribute: bool | Mapping[str, Any] = False,
+    **kwargs: Any,
+) -> pa.Table:
     """Scan ``paths`` (files, directories, ``-``) into the match table.
 
     ``signatures``/``patterns`` choose what to look for (see :class:`~denpex_fast.engine.scanner.Scanner`);
@@ -49,5 +54,6 @@ def scan(paths: Iterable[Any] | str | os.PathLike[str], signatures: Any = None, 
         options.setdefault("threads", threads)
     out = attribute_table(table, **options).table
     # the scan's metadata (e.g. the errors of errors="collect") survives
-    return out.replace_schema_metadata({**(out.schema.metadata or {}),
-                                        **(table.schema.metadata or {})})
+    return out.replace_schema_metadata(
+        {**(out.schema.metadata or {}), **(table.schema.metadata or {})}
+    )

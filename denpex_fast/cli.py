@@ -51,8 +51,14 @@ def parse_pattern_file(path: str) -> dict[str, list[str]]:
     return out
 
 
-def _build_scanner(exprs: Sequence[str], files: Sequence[str], signature_dirs: Sequence[str],
-                   ignore_case: bool, max_count: int, max_text: int) -> Any:
+def _build_scanner(
+    exprs: Sequence[str],
+    files: Sequence[str],
+    signature_dirs: Sequence[str],
+    ignore_case: bool,
+    max_count: int,
+    max_text: int,
+) -> Any:
     from .engine.scanner import Scanner
 
     patterns: dict[str, list[str]] = {}
@@ -68,8 +74,9 @@ def _build_scanner(exprs: Sequence[str], files: Sequence[str], signature_dirs: S
         else:
             for sig, pats in parse_pattern_file(f).items():
                 patterns.setdefault(sig, []).extend(pats)
-    kw: dict[str, Any] = dict(max_rows_per_signature=max_count, max_text=max_text,
-                              caseless=ignore_case)
+    kw: dict[str, Any] = dict(
+        max_rows_per_signature=max_count, max_text=max_text, caseless=ignore_case
+    )
     if toml_files:
         from .kb.signatures import load_signatures
 
@@ -95,12 +102,22 @@ def _write_table(table: Any, out: str) -> None:
     elif suffix == ".csv":
         import pyarrow.csv as pacsv
 
-        pacsv.write_csv(table.cast(pa.schema([
-            pa.field(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
-            for f in table.schema])), out)
+        pacsv.write_csv(
+            table.cast(
+                pa.schema(
+                    [
+                        pa.field(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
+                        for f in table.schema
+                    ]
+                )
+            ),
+            out,
+        )
     else:
-        raise click.BadParameter(f"unknown output format {suffix!r} (use .parquet, .arrow or .csv)",
-                                 param_hint="-o/--output")
+        raise click.BadParameter(
+            f"unknown output format {suffix!r} (use .parquet, .arrow or .csv)",
+            param_hint="-o/--output",
+        )
 
 
 def _byte_progress(console: Any, label: str) -> Any:
@@ -114,8 +131,15 @@ def _byte_progress(console: Any, label: str) -> Any:
         TransferSpeedColumn,
     )
 
-    return Progress(TextColumn(label), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                    TimeRemainingColumn(), console=console, transient=True)
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 def _progress(console: Any, enabled: bool) -> Any:
@@ -126,8 +150,13 @@ def _progress(console: Any, enabled: bool) -> Any:
 
 
 #: optional modules -> the extra that installs them
-EXTRAS = {"duckdb": "index", "fsspec": "index", "xxhash": "index", "dask": "dask",
-          "distributed": "dask"}
+EXTRAS = {
+    "duckdb": "index",
+    "fsspec": "index",
+    "xxhash": "index",
+    "dask": "dask",
+    "distributed": "dask",
+}
 
 
 class _Group(click.Group):
@@ -143,7 +172,9 @@ class _Group(click.Group):
                 return self._fail(exc)
             _stderr_console().print(
                 f"denpex: this command needs {top}: pip install 'denpex_fast[{EXTRAS[top]}]'",
-                style="red", markup=False)
+                style="red",
+                markup=False,
+            )
             sys.exit(EXIT_ERROR)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
@@ -167,38 +198,102 @@ def main() -> None:
 
 @main.command("scan")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("-e", "--regexp", "exprs", multiple=True, metavar="ID=REGEX",
-              help="Scan for this Hyperscan expression under signature ID (repeatable).")
-@click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Patterns from FILE: a signature .toml, or ID=REGEX / REGEX lines (repeatable).")
-@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
-              help="Extra signature directory or file, overriding built-ins by id (repeatable).")
-@click.option("--json", "as_json", is_flag=True,
-              help="JSON Lines output: begin/match/end/summary messages.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the match table to a .parquet, .arrow or .csv file instead.")
-@click.option("-j", "--threads", type=click.IntRange(1), default=None,
-              help="Scanning threads (default: all cores).")
+@click.option(
+    "-e",
+    "--regexp",
+    "exprs",
+    multiple=True,
+    metavar="ID=REGEX",
+    help="Scan for this Hyperscan expression under signature ID (repeatable).",
+)
+@click.option(
+    "-f",
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Patterns from FILE: a signature .toml, or ID=REGEX / REGEX lines (repeatable).",
+)
+@click.option(
+    "--signatures",
+    "signature_dirs",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Extra signature directory or file, overriding built-ins by id (repeatable).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="JSON Lines output: begin/match/end/summary messages."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the match table to a .parquet, .arrow or .csv file instead.",
+)
+@click.option(
+    "-j",
+    "--threads",
+    type=click.IntRange(1),
+    default=None,
+    help="Scanning threads (default: all cores).",
+)
 @click.option("-i", "--ignore-case", is_flag=True, help="Case-insensitive patterns.")
-@click.option("-m", "--max-count", type=click.IntRange(1), default=10_000, show_default=True,
-              help="Rows kept per (file, signature); counts stay exact.")
-@click.option("--max-text", type=click.IntRange(1, 1 << 24), default=1024, show_default=True,
-              help="Bytes of each matched line kept in the text column.")
+@click.option(
+    "-m",
+    "--max-count",
+    type=click.IntRange(1),
+    default=10_000,
+    show_default=True,
+    help="Rows kept per (file, signature); counts stay exact.",
+)
+@click.option(
+    "--max-text",
+    type=click.IntRange(1, 1 << 24),
+    default=1024,
+    show_default=True,
+    help="Bytes of each matched line kept in the text column.",
+)
 @click.option("--no-mmap", is_flag=True, help="Read files with read() instead of mapping them.")
 @click.option("-L", "--follow", is_flag=True, help="Follow symbolic links in directories.")
-@click.option("--binary", is_flag=True,
-              help="Scan binary files too (ELF, PNG, archives, NUL bytes in the first block); "
-                   "by default they are skipped and counted.")
+@click.option(
+    "--binary",
+    is_flag=True,
+    help="Scan binary files too (ELF, PNG, archives, NUL bytes in the first block); "
+    "by default they are skipped and counted.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status.")
-@click.option("-s", "--no-messages", is_flag=True, help="Do not print per-file errors or the warnings on rows not shown.")
+@click.option(
+    "-s",
+    "--no-messages",
+    is_flag=True,
+    help="Do not print per-file errors or the warnings on rows not shown.",
+)
 @click.option("--stats", is_flag=True, help="Print counts per signature and totals to stderr.")
-@click.option("--progress/--no-progress", default=True, show_default=True,
-              help="Progress bar on stderr (only when stderr is a terminal).")
-def scan_cmd(paths: tuple[str, ...], exprs: tuple[str, ...], files: tuple[str, ...],
-             signature_dirs: tuple[str, ...], as_json: bool, output: str | None,
-             threads: int | None, ignore_case: bool, max_count: int, max_text: int,
-             no_mmap: bool, follow: bool, quiet: bool, no_messages: bool, stats: bool,
-             progress: bool, binary: bool = False) -> None:
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help="Progress bar on stderr (only when stderr is a terminal).",
+)
+def scan_cmd(
+    paths: tuple[str, ...],
+    exprs: tuple[str, ...],
+    files: tuple[str, ...],
+    signature_dirs: tuple[str, ...],
+    as_json: bool,
+    output: str | None,
+    threads: int | None,
+    ignore_case: bool,
+    max_count: int,
+    max_text: int,
+    no_mmap: bool,
+    follow: bool,
+    quiet: bool,
+    no_messages: bool,
+    stats: bool,
+    progress: bool,
+    binary: bool = False,
+) -> None:
     """Scan PATHS (files, directories, .gz/.zst, - for stdin) for failure signatures.
 
     Without -e/-f the built-in signature knowledge base is used.
@@ -222,9 +317,15 @@ def scan_cmd(paths: tuple[str, ...], exprs: tuple[str, ...], files: tuple[str, .
     if bar:
         bar.start()
     try:
-        result = scanner.run(list(paths), threads=threads, errors="collect", mmap=not no_mmap,
-                             follow_symlinks=follow, progress=on_progress if bar else None,
-                             binary=binary)
+        result = scanner.run(
+            list(paths),
+            threads=threads,
+            errors="collect",
+            mmap=not no_mmap,
+            follow_symlinks=follow,
+            progress=on_progress if bar else None,
+            binary=binary,
+        )
     except KeyboardInterrupt:
         console.print("denpex: interrupted", style="red")
         sys.exit(130)
@@ -259,14 +360,20 @@ def _scan_warnings(result: Any, max_count: int) -> list[str]:
     if counts.num_rows:
         import pyarrow.compute as pc
 
-        hidden = int(pc.sum(counts.column("lines")).as_py()) - int(pc.sum(counts.column("kept")).as_py())
+        hidden = int(pc.sum(counts.column("lines")).as_py()) - int(
+            pc.sum(counts.column("kept")).as_py()
+        )
         if hidden > 0:
-            out.append(f"{hidden:,} matching lines not shown: --max-count keeps {max_count:,} "
-                       "per signature and file (-m to raise it; --stats for the counts)")
+            out.append(
+                f"{hidden:,} matching lines not shown: --max-count keeps {max_count:,} "
+                "per signature and file (-m to raise it; --stats for the counts)"
+            )
     dropped = int(result.stats.get("text_dropped", 0))
     if dropped:
-        out.append(f"the text of {dropped:,} rows was dropped (over 2 GiB of text in one scan "
-                   "task); their file and line are kept")
+        out.append(
+            f"the text of {dropped:,} rows was dropped (over 2 GiB of text in one scan "
+            "task); their file and line are kept"
+        )
     return out
 
 
@@ -285,23 +392,47 @@ def _print_json(result: Any) -> None:
     out = sys.stdout
     schema = MATCH_SCHEMA.metadata[b"denpex.schema"].decode()
     current = None
-    for row in result.table.select(["file", "line", "offset", "match_end", "signature",
-                                    "text"]).to_pylist():
+    for row in result.table.select(
+        ["file", "line", "offset", "match_end", "signature", "text"]
+    ).to_pylist():
         if row["file"] != current:
             if current is not None:
                 out.write(json.dumps({"type": "end", "data": {"path": current}}) + "\n")
             current = row["file"]
             out.write(json.dumps({"type": "begin", "data": {"path": current}}) + "\n")
-        out.write(json.dumps({"type": "match", "schema_version": schema, "data": {
-            "path": row["file"], "line_number": row["line"], "absolute_offset": row["offset"],
-            "match_end": row["match_end"], "signature": row["signature"], "text": row["text"]}})
-            + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "type": "match",
+                    "schema_version": schema,
+                    "data": {
+                        "path": row["file"],
+                        "line_number": row["line"],
+                        "absolute_offset": row["offset"],
+                        "match_end": row["match_end"],
+                        "signature": row["signature"],
+                        "text": row["text"],
+                    },
+                }
+            )
+            + "\n"
+        )
     if current is not None:
         out.write(json.dumps({"type": "end", "data": {"path": current}}) + "\n")
-    out.write(json.dumps({"type": "summary", "data": {
-        "stats": result.stats, "errors": [e.to_dict() for e in result.errors],
-        "skipped": [e.to_dict() for e in result.skipped],
-        "counts": result.counts.to_pylist()}}) + "\n")
+    out.write(
+        json.dumps(
+            {
+                "type": "summary",
+                "data": {
+                    "stats": result.stats,
+                    "errors": [e.to_dict() for e in result.errors],
+                    "skipped": [e.to_dict() for e in result.skipped],
+                    "counts": result.counts.to_pylist(),
+                },
+            }
+        )
+        + "\n"
+    )
     out.flush()
 
 
@@ -312,44 +443,87 @@ def _print_stats(console: Any, result: Any) -> None:
     by_sig = by_sig.sort_by([("lines_sum", "descending")])
     for row in by_sig.to_pylist():
         n = row["lines_sum"]
-        console.print(f"{row['signature']}: {n} matching line{'' if n == 1 else 's'} "
-                      f"({row['kept_sum']} kept)",
-                      markup=False)
+        console.print(
+            f"{row['signature']}: {n} matching line{'' if n == 1 else 's'} "
+            f"({row['kept_sum']} kept)",
+            markup=False,
+        )
     s = result.stats
     mb = s["bytes"] / 1e6
     rate = mb / s["seconds"] if s["seconds"] else 0.0
     total = pc.sum(result.counts.column("lines")).as_py() or 0
     skipped = int(s.get("skipped", 0))
-    console.print(f"{s['files']} files, {mb:.1f} MB, {total} matching lines, "
-                  f"{s['seconds']:.2f} s ({rate:.0f} MB/s)"
-                  + (f"; {skipped} binary file{'' if skipped == 1 else 's'} skipped (--binary "
-                     "scans them)" if skipped else ""), markup=False)
+    console.print(
+        f"{s['files']} files, {mb:.1f} MB, {total} matching lines, "
+        f"{s['seconds']:.2f} s ({rate:.0f} MB/s)"
+        + (
+            f"; {skipped} binary file{'' if skipped == 1 else 's'} skipped (--binary scans them)"
+            if skipped
+            else ""
+        ),
+        markup=False,
+    )
 
 
 @main.command("diagnose")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt",
-              type=click.Choice(["text", "json", "markdown", "sarif", "github", "html"]),
-              default="text", show_default=True,
-              help="Report format: text, json (denpex.diagnosis/1), markdown, sarif (SARIF 2.1.0), "
-                   "github (workflow annotations) or html (one self-contained page with a "
-                   "per-rank timeline; use -o).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the report to this file instead of stdout.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown", "sarif", "github", "html"]),
+    default="text",
+    show_default=True,
+    help="Report format: text, json (denpex.diagnosis/1), markdown, sarif (SARIF 2.1.0), "
+    "github (workflow annotations) or html (one self-contained page with a "
+    "per-rank timeline; use -o).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the report to this file instead of stdout.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
-              help="Extra signature directory or file, overriding built-ins by id (repeatable).")
-@click.option("-j", "--threads", type=click.IntRange(1), default=None,
-              help="Scanning threads (default: all cores).")
-@click.option("--tz", "default_tz", default="UTC", show_default=True,
-              help="Time zone of timestamps that carry none.")
-@click.option("--baseline", "baseline", multiple=True, type=click.Path(exists=True),
-              help="A healthy run of the same job: report the first lines it never printed "
-                   "(repeatable).")
+@click.option(
+    "--signatures",
+    "signature_dirs",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Extra signature directory or file, overriding built-ins by id (repeatable).",
+)
+@click.option(
+    "-j",
+    "--threads",
+    type=click.IntRange(1),
+    default=None,
+    help="Scanning threads (default: all cores).",
+)
+@click.option(
+    "--tz",
+    "default_tz",
+    default="UTC",
+    show_default=True,
+    help="Time zone of timestamps that carry none.",
+)
+@click.option(
+    "--baseline",
+    "baseline",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="A healthy run of the same job: report the first lines it never printed (repeatable).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when a failure was diagnosed.")
-def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs: tuple[str, ...],
-                 threads: int | None, default_tz: str, exit_zero: bool,
-                 baseline: tuple[str, ...] = (), output: str | None = None) -> None:
+def diagnose_cmd(
+    paths: tuple[str, ...],
+    fmt: str,
+    as_json: bool,
+    signature_dirs: tuple[str, ...],
+    threads: int | None,
+    default_tz: str,
+    exit_zero: bool,
+    baseline: tuple[str, ...] = (),
+    output: str | None = None,
+) -> None:
     """Diagnose a failed job: the rank and line that failed first, the collateral,
     the fix and the command that verifies it.
 
@@ -366,23 +540,34 @@ def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs
     console = _stderr_console()
     dirs = [p for p in paths if p != "-" and os.path.isdir(p)]
     if len(dirs) > 1:
-        console.print(f"denpex: {len(dirs)} directories given ({', '.join(dirs[:3])}...): diagnose one "
-                      "job at a time (name the job's own directory, or list its files)",
-                      style="red", markup=False)
+        console.print(
+            f"denpex: {len(dirs)} directories given ({', '.join(dirs[:3])}...): diagnose one "
+            "job at a time (name the job's own directory, or list its files)",
+            style="red",
+            markup=False,
+        )
         sys.exit(EXIT_ERROR)
     try:
         scanner = Scanner(list(signature_dirs) or None)
         # a spinner with the elapsed time on stderr, only on a terminal
-        status = console.status("diagnosing...") if console.is_terminal else contextlib.nullcontext()
+        status = (
+            console.status("diagnosing...") if console.is_terminal else contextlib.nullcontext()
+        )
         with status:
-            d = diagnose(list(paths), scanner=scanner, threads=threads, default_tz=default_tz,
-                         baseline=list(baseline) or None)
+            d = diagnose(
+                list(paths),
+                scanner=scanner,
+                threads=threads,
+                default_tz=default_tz,
+                baseline=list(baseline) or None,
+            )
     except (DenpexError, OSError, ValueError) as exc:
         console.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback, for a user at a shell
-        console.print(f"denpex: internal error: {type(exc).__name__}: {exc}", style="red",
-                      markup=False)
+        console.print(
+            f"denpex: internal error: {type(exc).__name__}: {exc}", style="red", markup=False
+        )
         sys.exit(EXIT_ERROR)
     if d.stats.get("files", 0) == 0:
         for e in d.errors:
@@ -427,8 +612,12 @@ def diagnose_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, signature_dirs
 
 
 @main.command("schema")
-@click.argument("name", type=click.Choice(["diagnosis", "signatures", "matches", "rank-fates",
-                                           "manifest", "diagnosis-rows"]))
+@click.argument(
+    "name",
+    type=click.Choice(
+        ["diagnosis", "signatures", "matches", "rank-fates", "manifest", "diagnosis-rows"]
+    ),
+)
 def schema_cmd(name: str) -> None:
     """Print a published contract: the JSON Schema of a diagnosis or a
     signature file, or the Arrow schema (as JSON) of the match table, the
@@ -438,8 +627,10 @@ def schema_cmd(name: str) -> None:
     try:
         click.echo(describe(name))
     except ModuleNotFoundError as exc:
-        click.echo(f"denpex: {exc.name} is needed for this schema: pip install 'denpex_fast[index]'",
-                   err=True)
+        click.echo(
+            f"denpex: {exc.name} is needed for this schema: pip install 'denpex_fast[index]'",
+            err=True,
+        )
         sys.exit(EXIT_ERROR)
 
 
@@ -451,8 +642,14 @@ def sample_job_path() -> Path:
 
 
 @main.command("demo")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
-              show_default=True, help="Report format on stdout.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="Report format on stdout.",
+)
 def demo_cmd(fmt: str) -> None:
     """Diagnose the bundled sample job (a failed 4-rank run)."""
     path = sample_job_path()
@@ -486,9 +683,11 @@ class _IndexProgress:
                 self.files += value.files
         # per-file events come from local threads only; processes and Dask report whole jobs
         done = self.file_bytes + self.skipped_bytes if self.file_bytes else self.job_bytes
-        self.bar.update(self.task, completed=done,
-                        description=f"jobs {self.jobs}/{self.n_jobs}  "
-                                    f"files {self.files}/{self.n_files}")
+        self.bar.update(
+            self.task,
+            completed=done,
+            description=f"jobs {self.jobs}/{self.n_jobs}  files {self.files}/{self.n_files}",
+        )
 
     def stop(self) -> None:
         self.bar.stop()
@@ -496,48 +695,122 @@ class _IndexProgress:
 
 @main.command("index")
 @click.argument("root")
-@click.option("-o", "--output", "index", required=True,
-              help="The index: a directory or fsspec URL (created if missing).")
-@click.option("--job-glob", metavar="GLOB",
-              help="Jobs are the directories/tar archives matching GLOB under ROOT "
-                   "(default: each immediate subdirectory or archive).")
-@click.option("--job-regex", metavar="REGEX",
-              help="Jobs are the directories/archives whose path relative to ROOT fully "
-                   "matches REGEX; its (?P<job>...) group names the job.")
-@click.option("-e", "--regexp", "exprs", multiple=True, metavar="ID=REGEX",
-              help="Scan for this expression instead of the knowledge base (repeatable).")
-@click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Patterns from FILE: a signature .toml, or ID=REGEX / REGEX lines.")
-@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
-              help="Extra signature directory or file, overriding built-ins by id (repeatable).")
-@click.option("-j", "--threads", type=click.IntRange(1), default=None,
-              help="Jobs indexed at once in threads (default: all cores).")
-@click.option("-p", "--processes", type=click.IntRange(1), default=None, metavar="N",
-              help="Index N jobs at once in worker processes instead of threads "
-                   "(faster on many jobs: diagnosis holds the GIL).")
-@click.option("--dask", "dask_address", metavar="ADDRESS|local",
-              help="Run the jobs on a Dask cluster: a scheduler address, or 'local' for a "
-                   "2-worker LocalCluster.")
-@click.option("--checksum", is_flag=True,
-              help="Compare content hashes even when size and mtime are unchanged.")
-@click.option("--retry-errors", is_flag=True,
-              help="Index again the jobs with files that failed last time.")
+@click.option(
+    "-o",
+    "--output",
+    "index",
+    required=True,
+    help="The index: a directory or fsspec URL (created if missing).",
+)
+@click.option(
+    "--job-glob",
+    metavar="GLOB",
+    help="Jobs are the directories/tar archives matching GLOB under ROOT "
+    "(default: each immediate subdirectory or archive).",
+)
+@click.option(
+    "--job-regex",
+    metavar="REGEX",
+    help="Jobs are the directories/archives whose path relative to ROOT fully "
+    "matches REGEX; its (?P<job>...) group names the job.",
+)
+@click.option(
+    "-e",
+    "--regexp",
+    "exprs",
+    multiple=True,
+    metavar="ID=REGEX",
+    help="Scan for this expression instead of the knowledge base (repeatable).",
+)
+@click.option(
+    "-f",
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Patterns from FILE: a signature .toml, or ID=REGEX / REGEX lines.",
+)
+@click.option(
+    "--signatures",
+    "signature_dirs",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Extra signature directory or file, overriding built-ins by id (repeatable).",
+)
+@click.option(
+    "-j",
+    "--threads",
+    type=click.IntRange(1),
+    default=None,
+    help="Jobs indexed at once in threads (default: all cores).",
+)
+@click.option(
+    "-p",
+    "--processes",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="Index N jobs at once in worker processes instead of threads "
+    "(faster on many jobs: diagnosis holds the GIL).",
+)
+@click.option(
+    "--dask",
+    "dask_address",
+    metavar="ADDRESS|local",
+    help="Run the jobs on a Dask cluster: a scheduler address, or 'local' for a "
+    "2-worker LocalCluster.",
+)
+@click.option(
+    "--checksum",
+    is_flag=True,
+    help="Compare content hashes even when size and mtime are unchanged.",
+)
+@click.option(
+    "--retry-errors", is_flag=True, help="Index again the jobs with files that failed last time."
+)
 @click.option("--force", is_flag=True, help="Index every job again, changed or not.")
 @click.option("--prune", is_flag=True, help="Drop jobs that are no longer under ROOT.")
-@click.option("--binary", is_flag=True,
-              help="Scan binary files too (by default skipped, with a 'skipped' manifest row).")
-@click.option("--wait", "lock_timeout", type=click.FloatRange(0), default=0.0, metavar="SECONDS",
-              help="When another denpex index is writing this index, wait up to SECONDS for "
-                   "it to finish (default: stop at once, naming the other writer).")
+@click.option(
+    "--binary",
+    is_flag=True,
+    help="Scan binary files too (by default skipped, with a 'skipped' manifest row).",
+)
+@click.option(
+    "--wait",
+    "lock_timeout",
+    type=click.FloatRange(0),
+    default=0.0,
+    metavar="SECONDS",
+    help="When another denpex index is writing this index, wait up to SECONDS for "
+    "it to finish (default: stop at once, naming the other writer).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary.")
-@click.option("--progress/--no-progress", default=True, show_default=True,
-              help="Progress bar on stderr (only when stderr is a terminal).")
-def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None,
-              exprs: tuple[str, ...], files: tuple[str, ...], signature_dirs: tuple[str, ...],
-              threads: int | None, processes: int | None, dask_address: str | None,
-              checksum: bool, retry_errors: bool,
-              force: bool, prune: bool, quiet: bool, progress: bool, binary: bool = False,
-              lock_timeout: float = 0.0) -> None:
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help="Progress bar on stderr (only when stderr is a terminal).",
+)
+def index_cmd(
+    root: str,
+    index: str,
+    job_glob: str | None,
+    job_regex: str | None,
+    exprs: tuple[str, ...],
+    files: tuple[str, ...],
+    signature_dirs: tuple[str, ...],
+    threads: int | None,
+    processes: int | None,
+    dask_address: str | None,
+    checksum: bool,
+    retry_errors: bool,
+    force: bool,
+    prune: bool,
+    quiet: bool,
+    progress: bool,
+    binary: bool = False,
+    lock_timeout: float = 0.0,
+) -> None:
     """Index the jobs under ROOT into a partitioned Parquet dataset.
 
     Only new or changed jobs are scanned; each job is committed atomically.
@@ -562,11 +835,21 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
     bar = _IndexProgress(console) if progress and not quiet and console.is_terminal else None
     opts = IndexOptions(checksum=checksum, retry_errors=retry_errors, force=force, binary=binary)
     try:
-        summary = build_index(root, index, scanner=scanner,
-                              signatures=list(signature_dirs) or None, job_glob=job_glob,
-                              job_regex=job_regex, threads=threads, processes=processes,
-                              dask=dask_address,
-                              prune=prune, options=opts, progress=bar, lock_timeout=lock_timeout)
+        summary = build_index(
+            root,
+            index,
+            scanner=scanner,
+            signatures=list(signature_dirs) or None,
+            job_glob=job_glob,
+            job_regex=job_regex,
+            threads=threads,
+            processes=processes,
+            dask=dask_address,
+            prune=prune,
+            options=opts,
+            progress=bar,
+            lock_timeout=lock_timeout,
+        )
     except KeyboardInterrupt:
         err.print("denpex: interrupted (committed jobs are kept)", style="red")
         sys.exit(130)
@@ -582,13 +865,15 @@ def index_cmd(root: str, index: str, job_glob: str | None, job_regex: str | None
     if not quiet:
         mb = sum(r.bytes for r in summary.reports) / 1e6
         errs = sum(r.file_errors for r in summary.reports)
-        console.print(f"{len(summary.reports)} jobs: {summary.count('indexed')} indexed, "
-                      f"{summary.count('unchanged')} unchanged, {summary.count('touched')} "
-                      f"touched, {summary.count('failed')} failed"
-                      + (f", {len(summary.pruned)} pruned" if summary.pruned else "")
-                      + f"; {mb:.1f} MB scanned in {summary.seconds:.1f} s"
-                      + (f"; {errs} unreadable files (see the manifest)" if errs else ""),
-                      markup=False)
+        console.print(
+            f"{len(summary.reports)} jobs: {summary.count('indexed')} indexed, "
+            f"{summary.count('unchanged')} unchanged, {summary.count('touched')} "
+            f"touched, {summary.count('failed')} failed"
+            + (f", {len(summary.pruned)} pruned" if summary.pruned else "")
+            + f"; {mb:.1f} MB scanned in {summary.seconds:.1f} s"
+            + (f"; {errs} unreadable files (see the manifest)" if errs else ""),
+            markup=False,
+        )
     sys.exit(0 if summary.ok else EXIT_ERROR)
 
 
@@ -608,11 +893,20 @@ def _open_index_or_exit(index: str, unsafe: bool = False) -> Any:
 @main.command("query")
 @click.argument("index")
 @click.argument("sql")
-@click.option("--format", "fmt", type=_FORMAT, default="text", show_default=True,
-              help="Output as an aligned text table, a JSON array or CSV.")
-@click.option("--unsafe", is_flag=True,
-              help="Let the SQL read and write other files, ATTACH databases and load "
-                   "extensions (DuckDB's defaults); without it, only the index views.")
+@click.option(
+    "--format",
+    "fmt",
+    type=_FORMAT,
+    default="text",
+    show_default=True,
+    help="Output as an aligned text table, a JSON array or CSV.",
+)
+@click.option(
+    "--unsafe",
+    is_flag=True,
+    help="Let the SQL read and write other files, ATTACH databases and load "
+    "extensions (DuckDB's defaults); without it, only the index views.",
+)
 def query_cmd(index: str, sql: str, fmt: str, unsafe: bool = False) -> None:
     """Run SQL (DuckDB) over INDEX: views matches, diagnosis, rank_fates, manifest.
 
@@ -635,14 +929,27 @@ def query_cmd(index: str, sql: str, fmt: str, unsafe: bool = False) -> None:
 
 @main.command("report")
 @click.argument("index")
-@click.option("--top-causes", "which", flag_value="top-causes",
-              help="Initiating causes across jobs, most frequent first.")
-@click.option("--by-host", "which", flag_value="by-host",
-              help="Hosts where failures began, with their causes.")
-@click.option("--trend", "which", flag_value="trend",
-              help="Initiating causes per ISO week.")
-@click.option("--format", "fmt", type=_FORMAT, default="text", show_default=True,
-              help="Output as an aligned text table, a JSON array or CSV.")
+@click.option(
+    "--top-causes",
+    "which",
+    flag_value="top-causes",
+    help="Initiating causes across jobs, most frequent first.",
+)
+@click.option(
+    "--by-host",
+    "which",
+    flag_value="by-host",
+    help="Hosts where failures began, with their causes.",
+)
+@click.option("--trend", "which", flag_value="trend", help="Initiating causes per ISO week.")
+@click.option(
+    "--format",
+    "fmt",
+    type=_FORMAT,
+    default="text",
+    show_default=True,
+    help="Output as an aligned text table, a JSON array or CSV.",
+)
 def report_cmd(index: str, which: str | None, fmt: str) -> None:
     """A ready-made report over INDEX (default: --top-causes)."""
     from .batch.query import format_table
@@ -664,18 +971,30 @@ def _kb(signature_dirs: tuple[str, ...]) -> Any:
 
 @signatures_group.command("list")
 @click.option("--framework", help="Only entries of this framework (pytorch, nccl, deepspeed, ...).")
-@click.option("--phase", help="Only entries of this phase (memory, communication, checkpoint, ...).")
-@click.option("--role", type=click.Choice(["cause", "symptom", "context"]),
-              help="Only entries of this role.")
-@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
-              help="Extra signature directory or file (repeatable).")
-def signatures_list(framework: str | None, phase: str | None, role: str | None,
-                    signature_dirs: tuple[str, ...]) -> None:
+@click.option(
+    "--phase", help="Only entries of this phase (memory, communication, checkpoint, ...)."
+)
+@click.option(
+    "--role", type=click.Choice(["cause", "symptom", "context"]), help="Only entries of this role."
+)
+@click.option(
+    "--signatures",
+    "signature_dirs",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Extra signature directory or file (repeatable).",
+)
+def signatures_list(
+    framework: str | None, phase: str | None, role: str | None, signature_dirs: tuple[str, ...]
+) -> None:
     """List signatures: id, role, phase, framework and title."""
     n = 0
     for sig in _kb(signature_dirs):
-        if (framework and sig.framework != framework) or (phase and sig.phase != phase) \
-                or (role and sig.role != role):
+        if (
+            (framework and sig.framework != framework)
+            or (phase and sig.phase != phase)
+            or (role and sig.role != role)
+        ):
             continue
         click.echo(f"{sig.id}\t{sig.role}\t{sig.phase}\t{sig.framework}\t{sig.title}")
         n += 1
@@ -684,8 +1003,13 @@ def signatures_list(framework: str | None, phase: str | None, role: str | None,
 
 @signatures_group.command("show")
 @click.argument("signature_id")
-@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
-              help="Extra signature directory or file (repeatable).")
+@click.option(
+    "--signatures",
+    "signature_dirs",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Extra signature directory or file (repeatable).",
+)
 def signatures_show(signature_id: str, signature_dirs: tuple[str, ...]) -> None:
     """Show one entry: patterns, root cause, fix, checklist, competing, verify, references."""
     from .kb.signatures import format_signature
@@ -696,16 +1020,24 @@ def signatures_show(signature_id: str, signature_dirs: tuple[str, ...]) -> None:
     except KeyError:
         import difflib
 
-        close = [i for i in kb.ids if i.startswith(signature_id)][:5] or \
-            difflib.get_close_matches(signature_id, kb.ids, n=5)
-        raise click.ClickException(f"no signature {signature_id!r}"
-                                   + (f"; did you mean {', '.join(close)}?" if close else "")) from None
+        close = [i for i in kb.ids if i.startswith(signature_id)][:5] or difflib.get_close_matches(
+            signature_id, kb.ids, n=5
+        )
+        raise click.ClickException(
+            f"no signature {signature_id!r}"
+            + (f"; did you mean {', '.join(close)}?" if close else "")
+        ) from None
 
 
 @signatures_group.command("match")
 @click.argument("line")
-@click.option("--signatures", "signature_dirs", multiple=True, type=click.Path(exists=True),
-              help="Extra signature directory or file (repeatable).")
+@click.option(
+    "--signatures",
+    "signature_dirs",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Extra signature directory or file (repeatable).",
+)
 def signatures_match(line: str, signature_dirs: tuple[str, ...]) -> None:
     """Which entries match a pasted LINE, by which pattern, and the fields read from it.
 
@@ -720,8 +1052,11 @@ def signatures_match(line: str, signature_dirs: tuple[str, ...]) -> None:
     for sig_id in dict.fromkeys(hits):
         sig = kb[sig_id]
         # which pattern: one small database per pattern of this entry
-        which = [k for k, p in enumerate(sig.patterns)
-                 if Scanner(patterns={sig_id: [p]}).scan_bytes(data).num_rows]
+        which = [
+            k
+            for k, p in enumerate(sig.patterns)
+            if Scanner(patterns={sig_id: [p]}).scan_bytes(data).num_rows
+        ]
         click.echo(f"{sig_id} ({sig.role}, {sig.severity}): {sig.title}")
         for k in which:
             click.echo(f"  pattern {k}: {sig.patterns[k]}")

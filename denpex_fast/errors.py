@@ -42,14 +42,15 @@ class PatternError(DenpexError, ValueError):
         self.pattern = pattern
         self.hs_message = hs_message
         super().__init__(
-            f"signature {signature!r} (pattern {index}: {shown_pattern(pattern)}): {hs_message}")
+            f"signature {signature!r} (pattern {index}: {shown_pattern(pattern)}): {hs_message}"
+        )
 
 
 def shown_pattern(pattern: str, limit: int = 200) -> str:
     """``repr(pattern)``, cut for messages: a huge pattern must not bury the reason."""
     shown = repr(pattern)
     if len(shown) > limit:
-        shown = f"{shown[:limit - 40]}... ({len(pattern)} characters)"
+        shown = f"{shown[: limit - 40]}... ({len(pattern)} characters)"
     return shown
 
 

@@ -63,7 +63,8 @@ def headline(d: Diagnosis) -> str:
 def _resume_line(d: Diagnosis) -> str:
     r = d.resume
     what = (f"step {r.step}" if r.step is not None else "the checkpoint") + (
-        f" ({r.path})" if r.path else "")
+        f" ({r.path})" if r.path else ""
+    )
     verdict = "safe" if r.safe else "NOT safe"
     return f"{what}, written at {r.event.where()}: {verdict}: {r.reason}"
 
@@ -73,50 +74,108 @@ def to_markdown(d: Diagnosis) -> str:
     lines = ["# denpex diagnosis", "", f"**Verdict:** {headline(d)}", ""]
     i = d.initiating
     if i is not None:
-        lines += [f"**Initiating event:** {_md_code(i.signature)} on rank "
-                  f"{i.rank if i.rank is not None else '?'} (host {i.host or '?'}) at "
-                  f"{_md_code(shown(d, i.where()))} — confidence {d.confidence:.2f}", "",
-                  "```text", i.text, "```", ""]
+        lines += [
+            f"**Initiating event:** {_md_code(i.signature)} on rank "
+            f"{i.rank if i.rank is not None else '?'} (host {i.host or '?'}) at "
+            f"{_md_code(shown(d, i.where()))} — confidence {d.confidence:.2f}",
+            "",
+            "```text",
+            i.text,
+            "```",
+            "",
+        ]
     from .io.readback import lines_around
 
     around = lines_around(d, before=8, after=2)
     if around:
-        lines += ["```text"] + [f"{n:>7}{'>' if i is not None and n == i.line else ' '} {x}"
-                                for n, x in around] + ["```", ""]
+        lines += (
+            ["```text"]
+            + [f"{n:>7}{'>' if i is not None and n == i.line else ' '} {x}" for n, x in around]
+            + ["```", ""]
+        )
     lines += ["## Why", ""] + [f"- {shown(d, r)}" for r in d.reasons] + [""]
     if d.resume is not None:
         lines += ["## Where to resume", "", shown(d, _resume_line(d)), ""]
     if d.fix:
-        lines += ["## Root cause", "", d.fix["root_cause"], "", "## Fix", "", d.fix["fix"], "",
-                  "## Verify", "", "```sh", d.fix["verify"].strip("`"), "```", "", "## Checklist", ""]
+        lines += [
+            "## Root cause",
+            "",
+            d.fix["root_cause"],
+            "",
+            "## Fix",
+            "",
+            d.fix["fix"],
+            "",
+            "## Verify",
+            "",
+            "```sh",
+            d.fix["verify"].strip("`"),
+            "```",
+            "",
+            "## Checklist",
+            "",
+        ]
         lines += [f"{n}. {step}" for n, step in enumerate(d.fix["checklist"], 1)] + [""]
         if d.fix["fields"]:
-            lines += ["Values from the failing line: "
-                      + ", ".join(f"{k}={v}" for k, v in d.fix["fields"].items()), ""]
+            lines += [
+                "Values from the failing line: "
+                + ", ".join(f"{k}={v}" for k, v in d.fix["fields"].items()),
+                "",
+            ]
         if d.fix.get("job_values"):
-            lines += ["Values from the job's configuration lines: "
-                      + ", ".join(f"{k}={v}" for k, v in d.fix["job_values"].items()), ""]
+            lines += [
+                "Values from the job's configuration lines: "
+                + ", ".join(f"{k}={v}" for k, v in d.fix["job_values"].items()),
+                "",
+            ]
     if d.collateral:
-        lines += ["## Collateral (consequences)", "", "| signature | role | count | ranks | first |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {_md_cell(_md_code(c.signature))} | {c.role} | {c.count} | {_ranks(c.ranks)} | "
-                  f"{_md_cell(_md_code(shown(d, c.first.where())))} |" for c in d.collateral[:30]]
+        lines += [
+            "## Collateral (consequences)",
+            "",
+            "| signature | role | count | ranks | first |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {_md_cell(_md_code(c.signature))} | {c.role} | {c.count} | {_ranks(c.ranks)} | "
+            f"{_md_cell(_md_code(shown(d, c.first.where())))} |"
+            for c in d.collateral[:30]
+        ]
         lines.append("")
     if d.competing:
         lines += ["## Competing hypotheses", ""]
         for h in d.competing:
-            lines.append(f"- {_md_code(h.signature)}: {h.control} "
-                         f"(for: {shown(d, '; '.join(h.evidence_for)) or '-'}; "
-                         f"against: {'; '.join(h.evidence_against) or '-'})")
+            lines.append(
+                f"- {_md_code(h.signature)}: {h.control} "
+                f"(for: {shown(d, '; '.join(h.evidence_for)) or '-'}; "
+                f"against: {'; '.join(h.evidence_against) or '-'})"
+            )
         lines.append("")
     if d.rank_fates.num_rows:
-        lines += ["## Rank fates", "", "| rank | host | first error | exit | signal | torn down by "
-                  "| last step | last collective |", "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "## Rank fates",
+            "",
+            "| rank | host | first error | exit | signal | torn down by "
+            "| last step | last collective |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for row in d.rank_fates.to_pylist()[:64]:
-            lines.append("| " + " | ".join(_md_cell(str(v)) if v is not None else "-" for v in (
-                row["rank"], row["host"], row["first_error_signature"], row["exit_code"],
-                row["signal"], row["torn_down_by"], row["last_step"], row["last_collective_seq"]))
-                + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    _md_cell(str(v)) if v is not None else "-"
+                    for v in (
+                        row["rank"],
+                        row["host"],
+                        row["first_error_signature"],
+                        row["exit_code"],
+                        row["signal"],
+                        row["torn_down_by"],
+                        row["last_step"],
+                        row["last_collective_seq"],
+                    )
+                )
+                + " |"
+            )
         lines.append("")
     if d.divergence:
         lines += ["## First lines the healthy baseline never printed", ""]
@@ -145,17 +204,24 @@ def render_text(d: Diagnosis, console: Any) -> None:
     if i is not None:
         head = Text()
         head.append(f"{i.signature}", style="bold red")
-        head.append(f"  rank {i.rank if i.rank is not None else '?'}  host {i.host or '?'}  "
-                    f"{shown(d, i.where())}" + (f"  {i.ts.isoformat()}" if i.ts else ""))
+        head.append(
+            f"  rank {i.rank if i.rank is not None else '?'}  host {i.host or '?'}  "
+            f"{shown(d, i.where())}" + (f"  {i.ts.isoformat()}" if i.ts else "")
+        )
         head.append(f"\n{i.text}\n", style="yellow")
         head.append(f"confidence {d.confidence:.2f}", style="bold")
         console.print(Panel(head, title=f"{headline(d)}: initiating event", expand=True, box=box))
         from .io.readback import lines_around
 
         for n, x in lines_around(d, before=8, after=2):
-            console.print(f"{n:>7}{'>' if n == i.line else ' '} {x}", markup=False,
-                          highlight=False, style=None if n == i.line else "dim", overflow="crop",
-                          no_wrap=True)
+            console.print(
+                f"{n:>7}{'>' if n == i.line else ' '} {x}",
+                markup=False,
+                highlight=False,
+                style=None if n == i.line else "dim",
+                overflow="crop",
+                no_wrap=True,
+            )
     else:
         console.print(Panel(headline(d), title=d.verdict, box=box))
     for r in d.reasons:
@@ -164,8 +230,11 @@ def render_text(d: Diagnosis, console: Any) -> None:
 
     rows = text_timeline(d)
     if len(rows) > 1:
-        console.print(Text("Timeline (= progress, x first error, ! initiating, | exit/teardown)",
-                           style="bold"))
+        console.print(
+            Text(
+                "Timeline (= progress, x first error, ! initiating, | exit/teardown)", style="bold"
+            )
+        )
         for row in rows:
             console.print(f"  {row}", markup=False, highlight=False)
     if d.resume is not None:
@@ -183,47 +252,87 @@ def render_text(d: Diagnosis, console: Any) -> None:
         for n, step in enumerate(d.fix["checklist"], 1):
             console.print(f"  {n}. {step}", markup=False, highlight=False)
         if d.fix["fields"]:
-            console.print("  values from the failing line: "
-                          + ", ".join(f"{k}={v}" for k, v in d.fix["fields"].items()),
-                          markup=False, highlight=False)
+            console.print(
+                "  values from the failing line: "
+                + ", ".join(f"{k}={v}" for k, v in d.fix["fields"].items()),
+                markup=False,
+                highlight=False,
+            )
         if d.fix.get("job_values"):
-            console.print("  values from the job's configuration lines: "
-                          + ", ".join(f"{k}={v}" for k, v in d.fix["job_values"].items()),
-                          markup=False, highlight=False)
+            console.print(
+                "  values from the job's configuration lines: "
+                + ", ".join(f"{k}={v}" for k, v in d.fix["job_values"].items()),
+                markup=False,
+                highlight=False,
+            )
     if d.collateral:
         t = Table(title="collateral (consequences)", show_lines=False, box=box)
         for col in ("signature", "role", "count", "ranks", "hosts", "first"):
             t.add_column(col, overflow="fold")
         for c in d.collateral[:25]:
-            t.add_row(c.signature, c.role, str(c.count), _ranks(c.ranks),
-                      ",".join(c.hosts[:4]) or "-", shown(d, c.first.where()))
+            t.add_row(
+                c.signature,
+                c.role,
+                str(c.count),
+                _ranks(c.ranks),
+                ",".join(c.hosts[:4]) or "-",
+                shown(d, c.first.where()),
+            )
         console.print(t)
     if d.competing:
         console.print(Text("Competing hypotheses", style="bold"))
         for h in d.competing:
             console.print(f"  - {h.signature}: {h.control}", markup=False, highlight=False)
             if h.evidence_for:
-                console.print(f"      for: {'; '.join(h.evidence_for)}", markup=False, highlight=False)
+                console.print(
+                    f"      for: {'; '.join(h.evidence_for)}", markup=False, highlight=False
+                )
             if h.evidence_against:
-                console.print(f"      against: {'; '.join(h.evidence_against)}", markup=False,
-                              highlight=False)
+                console.print(
+                    f"      against: {'; '.join(h.evidence_against)}", markup=False, highlight=False
+                )
     if d.rank_fates.num_rows:
         t = Table(title="rank fates", box=box)
-        for col in ("rank", "host", "first error", "exit", "signal", "torn down by", "last step",
-                    "last collective"):
+        for col in (
+            "rank",
+            "host",
+            "first error",
+            "exit",
+            "signal",
+            "torn down by",
+            "last step",
+            "last collective",
+        ):
             t.add_column(col, overflow="fold")
         for row in d.rank_fates.to_pylist()[:64]:
-            t.add_row(*(str(v) if v is not None else "-" for v in (
-                row["rank"], row["host"], row["first_error_signature"], row["exit_code"],
-                row["signal"], row["torn_down_by"], row["last_step"], row["last_collective_seq"])))
+            t.add_row(
+                *(
+                    str(v) if v is not None else "-"
+                    for v in (
+                        row["rank"],
+                        row["host"],
+                        row["first_error_signature"],
+                        row["exit_code"],
+                        row["signal"],
+                        row["torn_down_by"],
+                        row["last_step"],
+                        row["last_collective_seq"],
+                    )
+                )
+            )
         console.print(t)
     if d.divergence:
         console.print(Text("First lines the healthy baseline never printed", style="bold"))
         for row in d.divergence[:40]:
-            console.print(f"  {shown(d, row['file'])}:{row['line']}: {row['text'][:200]}", markup=False,
-                          highlight=False)
+            console.print(
+                f"  {shown(d, row['file'])}:{row['line']}: {row['text'][:200]}",
+                markup=False,
+                highlight=False,
+            )
     for e in d.errors:
-        console.print(f"unreadable: {shown(d, e['path'])}: {e['message']}", style="red", markup=False)
+        console.print(
+            f"unreadable: {shown(d, e['path'])}: {e['message']}", style="red", markup=False
+        )
     for n in d.notes:
         console.print(f"note: {shown(d, n)}", style="dim", markup=False)
 
@@ -240,25 +349,61 @@ def to_sarif(d: Diagnosis) -> str:
     i = d.initiating
     if i is not None:
         fix = d.fix or {}
-        rules.append({"id": i.signature, "shortDescription": {"text": fix.get("title") or i.signature},
-                      "help": {"text": f"{fix.get('fix') or ''}\nVerify: {fix.get('verify') or ''}".strip()}})
-        results.append({
-            "ruleId": i.signature, "level": _level(d),
-            "message": {"text": f"{headline(d)}: {i.signature} on rank "
-                                f"{i.rank if i.rank is not None else '?'}: {i.text[:500]}"},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": shown(d, i.file)},
-                                                "region": {"startLine": i.line}}}],
-            "properties": {"confidence": round(d.confidence, 3), "verdict": d.verdict,
-                           "rank": i.rank, "host": i.host,
-                           "resume_from": d.resume.to_dict() if d.resume is not None else None}})
+        rules.append(
+            {
+                "id": i.signature,
+                "shortDescription": {"text": fix.get("title") or i.signature},
+                "help": {
+                    "text": f"{fix.get('fix') or ''}\nVerify: {fix.get('verify') or ''}".strip()
+                },
+            }
+        )
+        results.append(
+            {
+                "ruleId": i.signature,
+                "level": _level(d),
+                "message": {
+                    "text": f"{headline(d)}: {i.signature} on rank "
+                    f"{i.rank if i.rank is not None else '?'}: {i.text[:500]}"
+                },
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": shown(d, i.file)},
+                            "region": {"startLine": i.line},
+                        }
+                    }
+                ],
+                "properties": {
+                    "confidence": round(d.confidence, 3),
+                    "verdict": d.verdict,
+                    "rank": i.rank,
+                    "host": i.host,
+                    "resume_from": d.resume.to_dict() if d.resume is not None else None,
+                },
+            }
+        )
     elif d.verdict != "no-failure-found":
-        results.append({"ruleId": d.verdict, "level": "warning",
-                        "message": {"text": shown(d, headline(d))}})
+        results.append(
+            {"ruleId": d.verdict, "level": "warning", "message": {"text": shown(d, headline(d))}}
+        )
         rules.append({"id": d.verdict, "shortDescription": {"text": d.verdict}})
-    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
-           "runs": [{"tool": {"driver": {"name": "denpex", "informationUri":
-                                         "https://pypi.org/project/denpex_fast/", "rules": rules}},
-                     "results": results}]}
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "denpex",
+                        "informationUri": "https://pypi.org/project/denpex_fast/",
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
     return json.dumps(doc, indent=2)
 
 
@@ -279,5 +424,7 @@ def to_github(d: Diagnosis) -> str:
     msg = f"{i.text[:500]}\n{fix}".strip()
     if d.resume is not None:
         msg += f"\nResume: {shown(d, _resume_line(d))}"
-    return (f"::{_level(d)} file={_gh_escape(shown(d, i.file), True)},line={i.line},"
-            f"title={_gh_escape(title, True)}::{_gh_escape(msg)}")
+    return (
+        f"::{_level(d)} file={_gh_escape(shown(d, i.file), True)},line={i.line},"
+        f"title={_gh_escape(title, True)}::{_gh_escape(msg)}"
+    )

@@ -38,60 +38,92 @@ NAMES: dict[str, str] = {
 
 TS = pa.timestamp("us", tz="UTC")
 
-MATCH_SCHEMA = pa.schema([
-    pa.field("file", pa.dictionary(pa.int32(), pa.string())),
-    pa.field("line", pa.uint64()),
-    pa.field("offset", pa.uint64()),
-    pa.field("match_end", pa.uint64()),
-    pa.field("signature", pa.dictionary(pa.int32(), pa.string())),
-    pa.field("text", pa.string()),
-    pa.field("rank", pa.int32()),
-    pa.field("host", pa.dictionary(pa.int32(), pa.string())),
-    pa.field("ts", pa.timestamp("us", tz="UTC")),
-], metadata={b"denpex.schema": b"denpex.matches/1"})
+MATCH_SCHEMA = pa.schema(
+    [
+        pa.field("file", pa.dictionary(pa.int32(), pa.string())),
+        pa.field("line", pa.uint64()),
+        pa.field("offset", pa.uint64()),
+        pa.field("match_end", pa.uint64()),
+        pa.field("signature", pa.dictionary(pa.int32(), pa.string())),
+        pa.field("text", pa.string()),
+        pa.field("rank", pa.int32()),
+        pa.field("host", pa.dictionary(pa.int32(), pa.string())),
+        pa.field("ts", pa.timestamp("us", tz="UTC")),
+    ],
+    metadata={b"denpex.schema": b"denpex.matches/1"},
+)
 
-COUNTS_SCHEMA = pa.schema([
-    pa.field("file", pa.string()),
-    pa.field("signature", pa.string()),
-    pa.field("lines", pa.uint64()),
-    pa.field("kept", pa.uint64()),
-])
+COUNTS_SCHEMA = pa.schema(
+    [
+        pa.field("file", pa.string()),
+        pa.field("signature", pa.string()),
+        pa.field("lines", pa.uint64()),
+        pa.field("kept", pa.uint64()),
+    ]
+)
 
-RANK_FATE_SCHEMA = pa.schema([
-    pa.field("rank", pa.int32()),
-    pa.field("host", pa.string()),
-    pa.field("first_error_signature", pa.string()),
-    pa.field("first_error_file", pa.string()),
-    pa.field("first_error_line", pa.uint64()),
-    pa.field("exit_code", pa.int32()),
-    pa.field("signal", pa.string()),
-    pa.field("torn_down_by", pa.string()),
-    pa.field("last_step", pa.int64()),
-    pa.field("last_collective_seq", pa.int64()),
-], metadata={b"denpex.schema": b"denpex.rank-fates/1"})
+RANK_FATE_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int32()),
+        pa.field("host", pa.string()),
+        pa.field("first_error_signature", pa.string()),
+        pa.field("first_error_file", pa.string()),
+        pa.field("first_error_line", pa.uint64()),
+        pa.field("exit_code", pa.int32()),
+        pa.field("signal", pa.string()),
+        pa.field("torn_down_by", pa.string()),
+        pa.field("last_step", pa.int64()),
+        pa.field("last_collective_seq", pa.int64()),
+    ],
+    metadata={b"denpex.schema": b"denpex.rank-fates/1"},
+)
 
-MANIFEST_SCHEMA = pa.schema([
-    ("path", pa.string()), ("size", pa.int64()), ("mtime", TS), ("hash", pa.string()),
-    ("status", pa.string()), ("error", pa.string()),
-], metadata={b"denpex.schema": b"denpex.manifest/1"})
+MANIFEST_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("size", pa.int64()),
+        ("mtime", TS),
+        ("hash", pa.string()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+    ],
+    metadata={b"denpex.schema": b"denpex.manifest/1"},
+)
 
-DIAGNOSIS_SCHEMA = pa.schema([
-    ("initiating_signature", pa.string()), ("initiating_rank", pa.int32()),
-    ("initiating_host", pa.string()), ("initiating_file", pa.string()),
-    ("initiating_line", pa.uint64()), ("initiating_ts", TS), ("confidence", pa.float64()),
-    ("fix_id", pa.string()), ("verdict", pa.string()), ("n_matches", pa.int64()),
-    ("n_causes", pa.int64()), ("n_symptoms", pa.int64()), ("n_ranks", pa.int64()),
-    # added by the index
-    ("scanned_at", TS), ("last_modified", TS), ("n_files", pa.int64()),
-    ("n_file_errors", pa.int64()), ("bytes_scanned", pa.int64()), ("seconds", pa.float64()),
-], metadata={b"denpex.schema": b"denpex.diagnosis-rows/1"})
+DIAGNOSIS_SCHEMA = pa.schema(
+    [
+        ("initiating_signature", pa.string()),
+        ("initiating_rank", pa.int32()),
+        ("initiating_host", pa.string()),
+        ("initiating_file", pa.string()),
+        ("initiating_line", pa.uint64()),
+        ("initiating_ts", TS),
+        ("confidence", pa.float64()),
+        ("fix_id", pa.string()),
+        ("verdict", pa.string()),
+        ("n_matches", pa.int64()),
+        ("n_causes", pa.int64()),
+        ("n_symptoms", pa.int64()),
+        ("n_ranks", pa.int64()),
+        # added by the index
+        ("scanned_at", TS),
+        ("last_modified", TS),
+        ("n_files", pa.int64()),
+        ("n_file_errors", pa.int64()),
+        ("bytes_scanned", pa.int64()),
+        ("seconds", pa.float64()),
+    ],
+    metadata={b"denpex.schema": b"denpex.diagnosis-rows/1"},
+)
 
 
 def file_names(table: pa.Table) -> list[str]:
     """Every file label of a match table, across all its chunks."""
     if not table.num_rows:
         return []
-    return [x for x in pc.unique(table.column("file").cast(pa.string())).to_pylist() if x is not None]
+    return [
+        x for x in pc.unique(table.column("file").cast(pa.string())).to_pylist() if x is not None
+    ]
 
 
 def file_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
@@ -103,8 +135,11 @@ def file_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     if pa.types.is_dictionary(col.type):
         col = col.unify_dictionaries()
         names = col.chunk(0).dictionary.to_pylist() if col.num_chunks else []
-        codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in col.chunks]) \
-            if col.num_chunks else np.zeros(0, np.int64)
+        codes = (
+            np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in col.chunks])
+            if col.num_chunks
+            else np.zeros(0, np.int64)
+        )
         return codes.astype(np.int64), [str(x) for x in names]
     enc = pc.dictionary_encode(col).combine_chunks()
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
@@ -151,14 +186,17 @@ def arrow_schema(name: str) -> pa.Schema:
         return RANK_FATE_SCHEMA
     if name in ("manifest", "diagnosis-rows"):
         return MANIFEST_SCHEMA if name == "manifest" else DIAGNOSIS_SCHEMA
-    raise KeyError(f"no Arrow schema named {name!r} (known: matches, rank-fates, manifest, "
-                   "diagnosis-rows)")
+    raise KeyError(
+        f"no Arrow schema named {name!r} (known: matches, rank-fates, manifest, diagnosis-rows)"
+    )
 
 
 def _arrow_json(schema: pa.Schema) -> dict[str, Any]:
     meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
-    return {"fields": [{"name": f.name, "type": str(f.type), "nullable": f.nullable}
-                       for f in schema], "metadata": meta}
+    return {
+        "fields": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema],
+        "metadata": meta,
+    }
 
 
 def describe(name: str) -> str:

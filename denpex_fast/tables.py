@@ -27,8 +27,14 @@ import pyarrow as pa
 __all__ = ["pandas_types_mapper", "to_pandas"]
 
 _NULLABLE = {
-    pa.int8(): "Int8", pa.int16(): "Int16", pa.int32(): "Int32", pa.int64(): "Int64",
-    pa.uint8(): "UInt8", pa.uint16(): "UInt16", pa.uint32(): "UInt32", pa.uint64(): "UInt64",
+    pa.int8(): "Int8",
+    pa.int16(): "Int16",
+    pa.int32(): "Int32",
+    pa.int64(): "Int64",
+    pa.uint8(): "UInt8",
+    pa.uint16(): "UInt16",
+    pa.uint32(): "UInt32",
+    pa.uint64(): "UInt64",
     pa.bool_(): "boolean",
 }
 
@@ -37,8 +43,9 @@ def _pandas() -> Any:
     try:
         import pandas
     except ModuleNotFoundError:
-        raise ModuleNotFoundError("to_pandas needs pandas: pip install pandas",
-                                  name="pandas") from None
+        raise ModuleNotFoundError(
+            "to_pandas needs pandas: pip install pandas", name="pandas"
+        ) from None
     return pandas
 
 

@@ -30,9 +30,13 @@ def _write(tmp: Path, data: bytes, suffix: str = ".log") -> Path:
 
 def _tiny(scanner: Scanner) -> None:
     # blocks of a few bytes: every line crosses block and chunk boundaries
-    scanner.options = _native.Options(max_rows_per_sig=scanner.options.max_rows_per_sig,
-                                      max_text=scanner.options.max_text,
-                                      block_size=3, max_piece=1 << 16, overlap=64)
+    scanner.options = _native.Options(
+        max_rows_per_sig=scanner.options.max_rows_per_sig,
+        max_text=scanner.options.max_text,
+        block_size=3,
+        max_piece=1 << 16,
+        overlap=64,
+    )
     scanner.stream_chunk = 5
 
 
@@ -47,7 +51,9 @@ CONFIGS: dict[str, ScanFn] = {
     "gzip": lambda s, d, t: s.scan([_write(t, gzip.compress(d), ".log.gz")], threads=2),
     "gzip-tiny-chunks": lambda s, d, t: (_tiny(s), s.scan([_write(t, gzip.compress(d), ".gz")]))[1],
     "zstd": lambda s, d, t: s.scan([_write(t, zstd.compress(d), ".log.zst")]),
-    "zstd-tiny-chunks": lambda s, d, t: (_tiny(s), s.scan([_write(t, zstd.compress(d), ".zst")]))[1],
+    "zstd-tiny-chunks": lambda s, d, t: (_tiny(s), s.scan([_write(t, zstd.compress(d), ".zst")]))[
+        1
+    ],
 }
 
 

@@ -15,9 +15,11 @@ from backports import zstd
 SAMPLE = Path(__file__).parent / "data" / "synthetic_gpu_oom_console.log"
 
 OOM = b"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
-NCCL = (b"[rank0]: [E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught "
-        b"collective operation timeout: WorkNCCL(SeqNum=4812, OpType=ALLREDUCE, NumelIn=1, "
-        b"NumelOut=1, Timeout(ms)=600000) ran for 600078 milliseconds before timing out.\n")
+NCCL = (
+    b"[rank0]: [E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught "
+    b"collective operation timeout: WorkNCCL(SeqNum=4812, OpType=ALLREDUCE, NumelIn=1, "
+    b"NumelOut=1, Timeout(ms)=600000) ran for 600078 milliseconds before timing out.\n"
+)
 FILLER = b"[rank0]: 2024-05-01 12:00:00,000 INFO train.py:10 step=1 loss=1.0\n" * 50
 
 
@@ -42,8 +44,9 @@ def make_archive(root: Path, n_extra: int = 0) -> Path:
     (root / "job-a" / "launcher.log.zst").write_bytes(zstd.compress(FILLER))
     (root / "job-b").mkdir()
     (root / "job-b" / "console.log").write_bytes(sample)
-    (root / "job-c.tar.gz").write_bytes(tar_bytes({"logs/rank0.log": FILLER + OOM,
-                                                   "logs/rank1.log.gz": gzip.compress(NCCL)}))
+    (root / "job-c.tar.gz").write_bytes(
+        tar_bytes({"logs/rank0.log": FILLER + OOM, "logs/rank1.log.gz": gzip.compress(NCCL)})
+    )
     (root / "healthy").mkdir()
     (root / "healthy" / "rank0.log").write_bytes(FILLER)
     for i in range(n_extra):

@@ -28,8 +28,13 @@ def _min_end(rx: re.Pattern[bytes], line: bytes) -> int | None:
     return lo
 
 
-def oracle(data: bytes, patterns: Mapping[str, Sequence[str]], *, max_text: int = 1024,
-           max_rows: int | None = None) -> list[Row]:
+def oracle(
+    data: bytes,
+    patterns: Mapping[str, Sequence[str]],
+    *,
+    max_text: int = 1024,
+    max_rows: int | None = None,
+) -> list[Row]:
     """Rows the scanner must produce for ``data``, in (line, signature-order) order."""
     compiled = {sig: [re.compile(p.encode()) for p in pats] for sig, pats in patterns.items()}
     rows: list[Row] = []
@@ -49,7 +54,7 @@ def oracle(data: bytes, patterns: Mapping[str, Sequence[str]], *, max_text: int 
                 continue
             rel_end = end - offset
             if rel_end > max_text:  # long line: the max_text bytes ending at the match
-                text = line[rel_end - max_text:rel_end]
+                text = line[rel_end - max_text : rel_end]
             elif len(line) <= max_text:  # whole line, without a CRLF's CR
                 text = line[:-1] if line.endswith(b"\r") else line
             else:  # cut at max_text

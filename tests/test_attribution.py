@@ -31,8 +31,9 @@ def every_line() -> Scanner:
     return Scanner(patterns={"line": r"\S"}, cache_dir=False)
 
 
-def _scan_lines(scanner: Scanner, tmp_path: Path, lines: list[str], name: str = "x.log",
-                **kw: object) -> Attribution:
+def _scan_lines(
+    scanner: Scanner, tmp_path: Path, lines: list[str], name: str = "x.log", **kw: object
+) -> Attribution:
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(line + "\n" for line in lines))
@@ -61,16 +62,19 @@ RANK_CASES = [
     ("[1,3]<stderr>:RuntimeError: boom", 3),
     ("[1,3]<stdout>:hello", 3),
     ("3: RuntimeError: boom", 3),
-    ("worker-3: RuntimeError: boom", None),        # pdsh names a host, not a rank
+    ("worker-3: RuntimeError: boom", None),  # pdsh names a host, not a rank
     ("node12: [rank5]: RuntimeError: boom", 5),
     ("(VllmWorker rank=1 pid=254) ERROR 05-01 12:00:00 worker.py:1] boom", 1),
     ("(RayWorkerWrapper pid=1061) [rank2]:[E212 02:14:01.179080356 Gloo.cpp:143] boom", 2),
     ("Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8", 3),
-    ("E0501 12:10:41.420000 140213 api.py:833] failed (exitcode: 1) local_rank: 2 (pid: 21002)"
-     " of binary: /usr/bin/python3", 2),
+    (
+        "E0501 12:10:41.420000 140213 api.py:833] failed (exitcode: 1) local_rank: 2 (pid: 21002)"
+        " of binary: /usr/bin/python3",
+        2,
+    ),
     ("  rank      : 2 (local_rank: 2)", 2),
     ("[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] boom", 12),
-    ("3: [rank5]: boom", 3),                       # outermost launcher prefix wins
+    ("3: [rank5]: boom", 3),  # outermost launcher prefix wins
     ("node12:3121:3180 [3] NCCL WARN NET/IB : Got completion", None),  # [3] is a GPU
     ("  Process name: [[11192,1],8]", 8),
     ("srun: error: node12: task 3: Out Of Memory", 3),
@@ -98,8 +102,11 @@ HOST_CASES = [
     ("May 01 12:00:00 node12 kernel: NVRM: Xid (PCI:0000:3b:00): 79", "node12"),
     ("May  1 12:00:00 node12 kernel: [12345.678901] NVRM: Xid 79", "node12"),
     ("2024-05-01T12:00:00+0000 node12 kernel: NVRM: Xid 79", "node12"),
-    ("slurmstepd: error: *** JOB 1234 ON node12 CANCELLED AT 2024-05-01T12:00:00 DUE TO TIME "
-     "LIMIT ***", "node12"),
+    (
+        "slurmstepd: error: *** JOB 1234 ON node12 CANCELLED AT 2024-05-01T12:00:00 DUE TO TIME "
+        "LIMIT ***",
+        "node12",
+    ),
     ("slurmstepd: error: *** STEP 494583.0 ON ... CANCELLED AT 2024-04-20T09:09:37 ***", None),
     ("srun: error: node12: task 3: Terminated", "node12"),
     ("[pod/pytorchjob-x-worker-3/pytorch] RuntimeError: boom", "pytorchjob-x-worker-3"),
@@ -129,7 +136,7 @@ PATH_CASES = [
     ("logs/rank7/stdout.log", 7, None),
     ("abc123/attempt_0/5/stderr.log", 5, None),
     ("job-worker-3.log", 3, "job-worker-3"),
-    ("slurm-1234_3.out", None, None),              # array task 3, not rank 3
+    ("slurm-1234_3.out", None, None),  # array task 3, not rank 3
     ("case-oom-rank2-watchdog/train.log", None, None),  # a word in a directory name
     ("mp_rank_03_model_states.log", None, None),
     ("host-node3.log", None, "node3"),
@@ -143,8 +150,9 @@ PATH_CASES = [
 
 
 @pytest.mark.parametrize("rel,rank,host", PATH_CASES, ids=[c[0] for c in PATH_CASES])
-def test_rank_host_from_path(every_line: Scanner, tmp_path: Path, rel: str, rank: int | None,
-                             host: str | None) -> None:
+def test_rank_host_from_path(
+    every_line: Scanner, tmp_path: Path, rel: str, rank: int | None, host: str | None
+) -> None:
     (row,) = _rows(_scan_lines(every_line, tmp_path, ["RuntimeError: boom"], name=rel))
     assert (row["rank"], row["host"]) == (rank, host)
     assert path_facts(rel).rank == rank
@@ -170,24 +178,33 @@ TS_CASES = [
     ("2024-05-01T12:00:00 boom", _ts(2024, 5, 1, 12)),
     ("2024-05-01 12:00:00,123 INFO train.py:88 boom", _ts(2024, 5, 1, 12, 0, 0, 123000)),
     ("[rank1]: 2024-05-01 12:00:05,210 INFO train.py:88 step=1", _ts(2024, 5, 1, 12, 0, 5, 210000)),
-    ("[2024-05-01 12:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] boom",
-     _ts(2024, 5, 1, 12, 0, 0, 123000)),
+    (
+        "[2024-05-01 12:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] boom",
+        _ts(2024, 5, 1, 12, 0, 0, 123000),
+    ),
     ("  time      : 2024-05-01_12:10:41", _ts(2024, 5, 1, 12, 10, 41)),
     ("2024-05-01T12:00:00.123456789Z boom", _ts(2024, 5, 1, 12, 0, 0, 123456)),
     ("[1714564800.123] boom", _ts(2024, 5, 1, 12, 0, 0, 123000)),
     ("[Wed May  1 12:00:00 2024] NVRM: Xid 79", _ts(2024, 5, 1, 12)),
-    ("slurmstepd: error: *** JOB 1 ON node12 CANCELLED AT 2024-05-01T12:00:00 ***",
-     _ts(2024, 5, 1, 12)),
+    (
+        "slurmstepd: error: *** JOB 1 ON node12 CANCELLED AT 2024-05-01T12:00:00 ***",
+        _ts(2024, 5, 1, 12),
+    ),
     ("[2023-10-30 14:14:35] 2023-10-30 06:14:35,574 WARNING x", _ts(2023, 10, 30, 14, 14, 35)),
     # year-less forms: the year comes from the dated first line of the file
     ("I0501 12:00:00.123456 21000 worker.cc:12] boom", _ts(2024, 5, 1, 12, 0, 0, 123456)),
-    ("[rank0]:[E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank 0] boom",
-     _ts(2024, 5, 1, 12, 10, 40, 512000)),
+    (
+        "[rank0]:[E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank 0] boom",
+        _ts(2024, 5, 1, 12, 10, 40, 512000),
+    ),
     ("W1026 03:51:31.222000 2521679 api.py:897] boom", _ts(2024, 10, 26, 3, 51, 31, 222000)),
     ("May 01 12:00:00 node12 kernel: NVRM: Xid 79", _ts(2024, 5, 1, 12)),
     ("May  1 12:00:00 node12 kernel: NVRM: Xid 79", _ts(2024, 5, 1, 12)),
     ("INFO 05-01 12:00:00 worker.py:1] boom", _ts(2024, 5, 1, 12)),
-    ("(RayWorkerWrapper pid=1061) ERROR 05-01 12:00:00 worker_base.py:574] boom", _ts(2024, 5, 1, 12)),
+    (
+        "(RayWorkerWrapper pid=1061) ERROR 05-01 12:00:00 worker_base.py:574] boom",
+        _ts(2024, 5, 1, 12),
+    ),
     # look-alikes that are no timestamps
     ("ckpt_2024-05-01_12:00:00 saved", None),
     ("Epoch 3: 45%|####| 30/67 [27:15<23:13, 37.65s/it]", None),
@@ -196,8 +213,9 @@ TS_CASES = [
 
 
 @pytest.mark.parametrize("line,ts", TS_CASES, ids=[c[0][:40] for c in TS_CASES])
-def test_timestamp_from_line(every_line: Scanner, tmp_path: Path, line: str,
-                             ts: dt.datetime | None) -> None:
+def test_timestamp_from_line(
+    every_line: Scanner, tmp_path: Path, line: str, ts: dt.datetime | None
+) -> None:
     # the dated first line gives year-less forms their year, and lines
     # without a timestamp of their own (ts None here) carry its time
     att = _scan_lines(every_line, tmp_path, ["2024-01-01 00:00:00 dated start", line])
@@ -207,14 +225,24 @@ def test_timestamp_from_line(every_line: Scanner, tmp_path: Path, line: str,
     assert carried is (ts is None)
 
 
-def test_naive_times_use_default_tz_and_aware_times_do_not(every_line: Scanner,
-                                                          tmp_path: Path) -> None:
-    att = _scan_lines(every_line, tmp_path, ["2024-05-01 12:00:00 naive",
-                                             "2024-05-01T12:00:00Z aware",
-                                             "2024-01-15 12:00:00 naive in winter"],
-                      default_tz="Europe/Paris")
-    assert [r["ts"] for r in _rows(att)] == [_ts(2024, 5, 1, 10), _ts(2024, 5, 1, 12),
-                                             _ts(2024, 1, 15, 11)]
+def test_naive_times_use_default_tz_and_aware_times_do_not(
+    every_line: Scanner, tmp_path: Path
+) -> None:
+    att = _scan_lines(
+        every_line,
+        tmp_path,
+        [
+            "2024-05-01 12:00:00 naive",
+            "2024-05-01T12:00:00Z aware",
+            "2024-01-15 12:00:00 naive in winter",
+        ],
+        default_tz="Europe/Paris",
+    )
+    assert [r["ts"] for r in _rows(att)] == [
+        _ts(2024, 5, 1, 10),
+        _ts(2024, 5, 1, 12),
+        _ts(2024, 1, 15, 11),
+    ]
     assert any("naive timestamps in" in n and "Europe/Paris" in n for n in att.notes)
 
 
@@ -223,17 +251,24 @@ def test_unknown_time_zone_is_an_error(every_line: Scanner, tmp_path: Path) -> N
         _scan_lines(every_line, tmp_path, ["boom"], default_tz="Mars/Olympus")
 
 
-def test_missing_year_from_other_timestamps_in_the_file(every_line: Scanner,
-                                                        tmp_path: Path) -> None:
-    att = _scan_lines(every_line, tmp_path, ["I0501 12:00:00.000000 1 a.cc:1] first",
-                                             "2021-05-01 12:00:01,000 INFO dated"])
+def test_missing_year_from_other_timestamps_in_the_file(
+    every_line: Scanner, tmp_path: Path
+) -> None:
+    att = _scan_lines(
+        every_line,
+        tmp_path,
+        ["I0501 12:00:00.000000 1 a.cc:1] first", "2021-05-01 12:00:01,000 INFO dated"],
+    )
     assert _rows(att)[0]["ts"] == _ts(2021, 5, 1, 12)
     assert any("took the year from other timestamps" in n for n in att.notes)
 
 
 def test_missing_year_across_new_year(every_line: Scanner, tmp_path: Path) -> None:
-    att = _scan_lines(every_line, tmp_path, ["2023-12-31 23:59:59 INFO dated",
-                                             "I0101 00:00:01.000000 1 a.cc:1] next day"])
+    att = _scan_lines(
+        every_line,
+        tmp_path,
+        ["2023-12-31 23:59:59 INFO dated", "I0101 00:00:01.000000 1 a.cc:1] next day"],
+    )
     assert _rows(att)[1]["ts"] == _ts(2024, 1, 1, 0, 0, 1)
 
 
@@ -249,36 +284,53 @@ def test_missing_year_from_mtime_when_no_dated_line(every_line: Scanner, tmp_pat
 
 
 def test_dmesg_uptime_without_anchor_stays_null(every_line: Scanner, tmp_path: Path) -> None:
-    att = _scan_lines(every_line, tmp_path, ["[12345.678901] NVRM: Xid (PCI:0000:3b:00): 79"],
-                      name="dmesg.txt")
+    att = _scan_lines(
+        every_line, tmp_path, ["[12345.678901] NVRM: Xid (PCI:0000:3b:00): 79"], name="dmesg.txt"
+    )
     assert _rows(att)[0]["ts"] is None
     assert any("no boot anchor" in n and "boot_time" in n for n in att.notes)
     # its own (unusable) time is not replaced by an earlier line's
-    att = _scan_lines(every_line, tmp_path, ["2024-05-01 12:00:00 INFO dated",
-                                             "[12345.678901] NVRM: Xid 79"], name="mixed.txt")
+    att = _scan_lines(
+        every_line,
+        tmp_path,
+        ["2024-05-01 12:00:00 INFO dated", "[12345.678901] NVRM: Xid 79"],
+        name="mixed.txt",
+    )
     assert _rows(att)[1]["ts"] is None
     assert att.ts_carried.to_pylist() == [False, False]
 
 
 def test_dmesg_uptime_with_boot_time_argument(every_line: Scanner, tmp_path: Path) -> None:
-    att = _scan_lines(every_line, tmp_path, ["[   10.500000] NVRM: Xid 79"], name="dmesg.txt",
-                      boot_time="2024-05-01T12:00:00Z")
+    att = _scan_lines(
+        every_line,
+        tmp_path,
+        ["[   10.500000] NVRM: Xid 79"],
+        name="dmesg.txt",
+        boot_time="2024-05-01T12:00:00Z",
+    )
     assert _rows(att)[0]["ts"] == _ts(2024, 5, 1, 12, 0, 10, 500000)
-    att = _scan_lines(every_line, tmp_path, ["[   10.500000] NVRM: Xid 79"], name="d2.txt",
-                      boot_time={str(tmp_path / "d2.txt"): 1714564800.0})
+    att = _scan_lines(
+        every_line,
+        tmp_path,
+        ["[   10.500000] NVRM: Xid 79"],
+        name="d2.txt",
+        boot_time={str(tmp_path / "d2.txt"): 1714564800.0},
+    )
     assert _rows(att)[0]["ts"] == _ts(2024, 5, 1, 12, 0, 10, 500000)
 
 
-def test_dmesg_uptime_anchored_by_a_clock_line_in_the_file(every_line: Scanner,
-                                                          tmp_path: Path) -> None:
-    lines = ["[    5.000000] rtc_cmos 00:00: setting system clock to 2024-05-01T12:00:05 UTC "
-             "(1714564805)",
-             "[  100.250000] NVRM: Xid (PCI:0000:3b:00): 79"]
+def test_dmesg_uptime_anchored_by_a_clock_line_in_the_file(
+    every_line: Scanner, tmp_path: Path
+) -> None:
+    lines = [
+        "[    5.000000] rtc_cmos 00:00: setting system clock to 2024-05-01T12:00:05 UTC "
+        "(1714564805)",
+        "[  100.250000] NVRM: Xid (PCI:0000:3b:00): 79",
+    ]
     att = _scan_lines(every_line, tmp_path, lines, name="dmesg.txt")
     assert _rows(att)[1]["ts"] == _ts(2024, 5, 1, 12, 1, 40, 250000)
     # a syslog line with the kernel's uptime anchors too
-    lines = ["May 01 12:00:05 node12 kernel: [    5.000000] booted",
-             "[  100.250000] NVRM: Xid 79"]
+    lines = ["May 01 12:00:05 node12 kernel: [    5.000000] booted", "[  100.250000] NVRM: Xid 79"]
     att = _scan_lines(every_line, tmp_path, ["2024-05-01 00:00:00 start", *lines], name="k.txt")
     assert _rows(att)[2]["ts"] == _ts(2024, 5, 1, 12, 1, 40, 250000)
 
@@ -310,8 +362,11 @@ def test_carry_reads_back_past_the_first_window(every_line: Scanner, tmp_path: P
     scanner = Scanner(patterns={"boom": r"boom"}, cache_dir=False)
     path = tmp_path / "long.log"
     filler = "".join(f"progress {i} " + "x" * 90 + "\n" for i in range(2000))
-    path.write_text("2024-05-01 11:00:00 INFO older\n2024-05-01 12:00:00 INFO latest\n"
-                    + filler + "RuntimeError: boom\n")
+    path.write_text(
+        "2024-05-01 11:00:00 INFO older\n2024-05-01 12:00:00 INFO latest\n"
+        + filler
+        + "RuntimeError: boom\n"
+    )
     att = attribute(scanner.scan([path]))
     (row,) = att.table.to_pylist()
     assert row["ts"] == _ts(2024, 5, 1, 12)
@@ -321,15 +376,18 @@ def test_carry_reads_back_past_the_first_window(every_line: Scanner, tmp_path: P
 def test_carry_takes_the_nearest_not_the_previous_row(every_line: Scanner, tmp_path: Path) -> None:
     scanner = Scanner(patterns={"boom": r"boom"}, cache_dir=False)
     path = tmp_path / "c.log"
-    path.write_text("2024-05-01 12:00:00 INFO boom first\nno time\n"
-                    "2024-05-01 12:30:00 INFO between\nRuntimeError: boom\n")
+    path.write_text(
+        "2024-05-01 12:00:00 INFO boom first\nno time\n"
+        "2024-05-01 12:30:00 INFO between\nRuntimeError: boom\n"
+    )
     att = attribute(scanner.scan([path]))
     assert [r["ts"] for r in _rows(att)] == [_ts(2024, 5, 1, 12), _ts(2024, 5, 1, 12, 30)]
     assert att.ts_carried.to_pylist() == [False, True]
 
 
-def test_row_at_offset_zero_with_nothing_before_stays_null(every_line: Scanner,
-                                                         tmp_path: Path) -> None:
+def test_row_at_offset_zero_with_nothing_before_stays_null(
+    every_line: Scanner, tmp_path: Path
+) -> None:
     att = _scan_lines(every_line, tmp_path, ["RuntimeError: boom", "2024-05-01 12:00:00 later"])
     rows = _rows(att)
     assert rows[0]["offset"] == 0 and rows[0]["ts"] is None
@@ -338,8 +396,11 @@ def test_row_at_offset_zero_with_nothing_before_stays_null(every_line: Scanner,
 
 def test_carry_in_gzip_uses_earlier_rows_of_the_table(every_line: Scanner, tmp_path: Path) -> None:
     path = tmp_path / "rank1.log.gz"
-    path.write_bytes(gzip.compress(b"2024-05-01 12:00:00 INFO dated\nno time here\n"
-                                   b"Traceback (most recent call last):\n"))
+    path.write_bytes(
+        gzip.compress(
+            b"2024-05-01 12:00:00 INFO dated\nno time here\nTraceback (most recent call last):\n"
+        )
+    )
     att = attribute(every_line.scan([path]))
     rows = _rows(att)
     assert [r["ts"] for r in rows] == [_ts(2024, 5, 1, 12)] * 3
@@ -378,16 +439,21 @@ def _corpus_case(prefix: str) -> list[Path]:
 def _corpus_row(files: list[Path], name: str, line: int) -> dict:
     scanner = Scanner(patterns={"line": r"\S"}, cache_dir=False)
     att = attribute(scanner.scan(files))
-    (row,) = [r for r in att.table.to_pylist()
-              if os.path.basename(r["file"]) == name and r["line"] == line]
+    (row,) = [
+        r
+        for r in att.table.to_pylist()
+        if os.path.basename(r["file"]) == name and r["line"] == line
+    ]
     return row
 
 
 def test_nccl_host_pid_tid_line(tmp_path: Path) -> None:
     # NCCL's debug prefix: host, pid, thread id, CUDA device (never a rank)
     log = tmp_path / "nccl_debug.log"
-    log.write_text("r11i6n2:486514:486651 [1] include/socket.h:403 NCCL WARN Connect to "
-                   "10.148.3.247<56821> failed : Connection refused\n")
+    log.write_text(
+        "r11i6n2:486514:486651 [1] include/socket.h:403 NCCL WARN Connect to "
+        "10.148.3.247<56821> failed : Connection refused\n"
+    )
     row = _corpus_row([log], "nccl_debug.log", 1)
     assert row["host"] == "r11i6n2" and row["rank"] is None
 
@@ -418,12 +484,15 @@ def test_real_ray_worker_rank_from_the_same_process() -> None:
     assert _corpus_row(files, "ray_worker_log.txt", 2)["rank"] == 2
 
 
-def test_bracketed_timestamps_and_host_from_a_dump_file_name(every_line: Scanner,
-                                                             tmp_path: Path) -> None:
+def test_bracketed_timestamps_and_host_from_a_dump_file_name(
+    every_line: Scanner, tmp_path: Path
+) -> None:
     # a cluster monitor's bracketed timestamps; a py-spy dump named for its node
     main = tmp_path / "main_log.txt"
-    main.write_text("[default7]: iteration    10/  100 | lm loss: 2.3\n"
-                    "[2022-05-01 03:56:11] PULSE: job-x is running for 1-07:27:33\n")
+    main.write_text(
+        "[default7]: iteration    10/  100 | lm loss: 2.3\n"
+        "[2022-05-01 03:56:11] PULSE: job-x is running for 1-07:27:33\n"
+    )
     dump = tmp_path / "node48_pyspy_dump1.txt"
     dump.write_text('Thread 688510 (active): "MainThread"\n')
     files = [main, dump]
@@ -440,10 +509,14 @@ def test_schema_order_and_kept_values(every_line: Scanner, tmp_path: Path) -> No
     table = every_line.scan([path])
     # a caller's values stay: rank of row 0, host of row 1, ts of row 2
     table = table.set_column(6, MATCH_SCHEMA.field("rank"), pa.array([9, None, None], pa.int32()))
-    table = table.set_column(7, MATCH_SCHEMA.field("host"),
-                             pa.array([None, "given", None]).dictionary_encode())
-    table = table.set_column(8, MATCH_SCHEMA.field("ts"),
-                             pa.array([None, None, _ts(2020, 1, 1)], pa.timestamp("us", "UTC")))
+    table = table.set_column(
+        7, MATCH_SCHEMA.field("host"), pa.array([None, "given", None]).dictionary_encode()
+    )
+    table = table.set_column(
+        8,
+        MATCH_SCHEMA.field("ts"),
+        pa.array([None, None, _ts(2020, 1, 1)], pa.timestamp("us", "UTC")),
+    )
     att = attribute(table)
     assert att.table.schema.equals(MATCH_SCHEMA, check_metadata=False)
     assert att.table.column("line").to_pylist() == table.column("line").to_pylist()
@@ -461,8 +534,9 @@ def test_empty_table() -> None:
 
 
 def test_table_of_a_missing_file_carries_rows(every_line: Scanner, tmp_path: Path) -> None:
-    table = every_line.scan_bytes(b"2024-05-01 12:00:00 INFO a\nno time\n",
-                                  name=str(tmp_path / "gone.log"))
+    table = every_line.scan_bytes(
+        b"2024-05-01 12:00:00 INFO a\nno time\n", name=str(tmp_path / "gone.log")
+    )
     att = attribute(table)
     assert [r["ts"] for r in _rows(att)] == [_ts(2024, 5, 1, 12)] * 2
     assert any("not read back" in n for n in att.notes)
@@ -475,7 +549,10 @@ def test_many_files_and_chunks_keep_rows_apart(every_line: Scanner, tmp_path: Pa
         p.write_text(f"2024-05-0{r + 1} 12:00:00 INFO start\nTraceback: boom\n")
         paths.append(p)
     att = attribute(every_line.scan(paths, threads=2))
-    got = {(os.path.basename(r["file"]), r["line"]): (r["rank"], r["ts"]) for r in att.table.to_pylist()}
+    got = {
+        (os.path.basename(r["file"]), r["line"]): (r["rank"], r["ts"])
+        for r in att.table.to_pylist()
+    }
     for r in range(3):
         assert got[(f"rank{r}.log", 2)] == (r, _ts(2024, 5, r + 1, 12))
     assert pc.sum(pc.cast(att.ts_carried, pa.int64())).as_py() == 3
@@ -507,9 +584,12 @@ def test_blank_gap_read_back_memory_is_bounded(tmp_path: Path) -> None:
         for _ in range(3):
             f.write(b"\n" * (16 << 20))
             f.write(b"RuntimeError: CUDA error: an illegal memory access was encountered\n")
-    code = (f"import resource, denpex_fast as dx; d = dx.diagnose({str(log)!r}); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=tmp_path)  # outside the source tree: the installed package runs
+    code = (
+        f"import resource, denpex_fast as dx; d = dx.diagnose({str(log)!r}); "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )  # outside the source tree: the installed package runs
     peak_mib = int(out.stdout.split()[-1]) / 1024
     assert peak_mib < 600, peak_mib  # per-line arrays over the gaps took ~1 GiB here

@@ -13,31 +13,42 @@ from denpex_fast.analysis.baseline import first_divergence, template_set
 CASES = Path(__file__).parent / "corpus" / "cases"
 
 
-@pytest.mark.parametrize("a,b", [
-    (b"[rank3]: 2024-05-01 12:00:00,123 step=12 loss=0.5231", b"[rank0]: 2024-06-02 13:01:09,999 step=99 loss=1.25"),
-    (b"lr=3.0e-04 grad_norm=1.5", b"lr=2.5e-05 grad_norm=10.25"),
-    (b"comm 0x55d0c8a1e0 rank 0 commId 0x9f1c2a7b3d4e5f60", b"comm 0x7f00 rank 3 commId 0x01"),
-    (b"hash 9f1c2a7b3d4e5f60 done", b"hash 00aa11bb22cc33dd done"),
-    (b'File "/home/alice/train.py", line 12', b'File "/opt/job/train.py", line 240'),
-    (b"tokens/s=41,230 ok\r", b"tokens/s=9 ok"),
-])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        (
+            b"[rank3]: 2024-05-01 12:00:00,123 step=12 loss=0.5231",
+            b"[rank0]: 2024-06-02 13:01:09,999 step=99 loss=1.25",
+        ),
+        (b"lr=3.0e-04 grad_norm=1.5", b"lr=2.5e-05 grad_norm=10.25"),
+        (b"comm 0x55d0c8a1e0 rank 0 commId 0x9f1c2a7b3d4e5f60", b"comm 0x7f00 rank 3 commId 0x01"),
+        (b"hash 9f1c2a7b3d4e5f60 done", b"hash 00aa11bb22cc33dd done"),
+        (b'File "/home/alice/train.py", line 12', b'File "/opt/job/train.py", line 240'),
+        (b"tokens/s=41,230 ok\r", b"tokens/s=9 ok"),
+    ],
+)
 def test_variable_parts_are_masked(a: bytes, b: bytes) -> None:
     assert _native.template_hash(a) == _native.template_hash(b)
 
 
-@pytest.mark.parametrize("a,b", [
-    (b"step=1 loss=0.5", b"step=1 loss=nan"),
-    (b"[rank0]: Traceback (most recent call last):", b"[rank0]: step=1"),
-    (b"NCCL INFO Init COMPLETE", b"NCCL WARN Init COMPLETE"),
-    (b"deadbeef", b"cafe"),  # short hex-looking words stay words
-])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        (b"step=1 loss=0.5", b"step=1 loss=nan"),
+        (b"[rank0]: Traceback (most recent call last):", b"[rank0]: step=1"),
+        (b"NCCL INFO Init COMPLETE", b"NCCL WARN Init COMPLETE"),
+        (b"deadbeef", b"cafe"),  # short hex-looking words stay words
+    ],
+)
 def test_different_lines_stay_different(a: bytes, b: bytes) -> None:
     assert _native.template_hash(a) != _native.template_hash(b)
 
 
 def test_template_set_and_new_lines_in_chunks(tmp_path: Path) -> None:
     healthy = tmp_path / "healthy.log"
-    healthy.write_bytes(b"".join(b"[rank%d]: step=%d loss=0.%d\n" % (i % 4, i, i) for i in range(5000)))
+    healthy.write_bytes(
+        b"".join(b"[rank%d]: step=%d loss=0.%d\n" % (i % 4, i, i) for i in range(5000))
+    )
     failed = tmp_path / "failed.log.gz"
     body = b"".join(b"[rank%d]: step=%d loss=0.%d\n" % (i % 4, i, i) for i in range(3000))
     body += b"[rank2]: Traceback (most recent call last):\n[rank2]: RuntimeError: boom 17\n"
@@ -47,8 +58,10 @@ def test_template_set_and_new_lines_in_chunks(tmp_path: Path) -> None:
     assert len(known) == 1
     t = first_divergence([failed], known)
     assert t.column("line").to_pylist() == [3001, 3002]
-    assert t.column("text").to_pylist() == ["[rank2]: Traceback (most recent call last):",
-                                            "[rank2]: RuntimeError: boom 17"]
+    assert t.column("text").to_pylist() == [
+        "[rank2]: Traceback (most recent call last):",
+        "[rank2]: RuntimeError: boom 17",
+    ]
     assert t.column("offset").to_pylist()[0] == len(body.split(b"[rank2]: Traceback")[0])
 
 

@@ -16,9 +16,11 @@ from denpex_fast.kb.signatures import load_signatures
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 OOM = "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 2 has a total capacity of 79.15 GiB of which 2.31 GiB is free."
-WD = ("[rank{r}]:[E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
-      "collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
-      "Timeout(ms)=600000) ran for 600078 milliseconds before timing out.")
+WD = (
+    "[rank{r}]:[E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=600000) ran for 600078 milliseconds before timing out."
+)
 SUMMARY = "[rank{r}]:[E501 12:10:40.613000 21000 ProcessGroupNCCL.cpp:1664] [PG 0 Rank {r}] Timeout at NCCL work: {seq}, last enqueued NCCL work: {enq}, last completed NCCL work: {done}."
 
 
@@ -32,29 +34,51 @@ def table(rows: list[dict]) -> pa.Table:
     n = len(rows)
     files = [r.get("file", "console.log") for r in rows]
     sigs = [r["signature"] for r in rows]
-    return pa.table({
-        "file": pa.array(files).dictionary_encode(),
-        "line": pa.array([r["line"] for r in rows], pa.uint64()),
-        "offset": pa.array([r["line"] * 100 for r in rows], pa.uint64()),
-        "match_end": pa.array([r["line"] * 100 + 10 for r in rows], pa.uint64()),
-        "signature": pa.array(sigs).dictionary_encode(),
-        "text": pa.array([r["text"] for r in rows]),
-        "rank": pa.array([r.get("rank") for r in rows], pa.int32()),
-        "host": pa.array([r.get("host") for r in rows], pa.string()).dictionary_encode(),
-        "ts": pa.array([None if r.get("ts") is None else T0 + timedelta(seconds=r["ts"]) for r in rows],
-                       pa.timestamp("us", tz="UTC")),
-    }, schema=MATCH_SCHEMA) if n else MATCH_SCHEMA.empty_table()
+    return (
+        pa.table(
+            {
+                "file": pa.array(files).dictionary_encode(),
+                "line": pa.array([r["line"] for r in rows], pa.uint64()),
+                "offset": pa.array([r["line"] * 100 for r in rows], pa.uint64()),
+                "match_end": pa.array([r["line"] * 100 + 10 for r in rows], pa.uint64()),
+                "signature": pa.array(sigs).dictionary_encode(),
+                "text": pa.array([r["text"] for r in rows]),
+                "rank": pa.array([r.get("rank") for r in rows], pa.int32()),
+                "host": pa.array([r.get("host") for r in rows], pa.string()).dictionary_encode(),
+                "ts": pa.array(
+                    [
+                        None if r.get("ts") is None else T0 + timedelta(seconds=r["ts"])
+                        for r in rows
+                    ],
+                    pa.timestamp("us", tz="UTC"),
+                ),
+            },
+            schema=MATCH_SCHEMA,
+        )
+        if n
+        else MATCH_SCHEMA.empty_table()
+    )
 
 
 def watchdogs(ranks, seq=4812, ts=640.0, host="n0", file="console.log", start_line=100):
-    return [{"signature": "nccl-watchdog-timeout", "text": WD.format(r=r, seq=seq), "rank": r,
-             "host": host, "ts": ts + 0.01 * r, "line": start_line + i, "file": file}
-            for i, r in enumerate(ranks)]
+    return [
+        {
+            "signature": "nccl-watchdog-timeout",
+            "text": WD.format(r=r, seq=seq),
+            "rank": r,
+            "host": host,
+            "ts": ts + 0.01 * r,
+            "line": start_line + i,
+            "file": file,
+        }
+        for i, r in enumerate(ranks)
+    ]
 
 
 def test_earliest_cause_beats_loud_symptoms(kb) -> None:
     rows = watchdogs([0, 1, 3]) + [
-        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 50}]
+        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 50}
+    ]
     r = rank_events(table(rows), kb)
     assert r.verdict in ("failure", "suspect")
     assert (r.initiating.signature, r.initiating.rank, r.initiating.line) == ("cuda-oom", 2, 50)
@@ -68,9 +92,15 @@ def test_earliest_cause_beats_loud_symptoms(kb) -> None:
 
 
 def test_line_order_orders_an_interleaved_console_without_timestamps(kb) -> None:
-    rows = [{"signature": "cuda-oom", "text": OOM, "rank": 2, "line": 50},
-            {"signature": "xid-79-fallen-off-bus", "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
-             "rank": None, "line": 40}]
+    rows = [
+        {"signature": "cuda-oom", "text": OOM, "rank": 2, "line": 50},
+        {
+            "signature": "xid-79-fallen-off-bus",
+            "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+            "rank": None,
+            "line": 40,
+        },
+    ]
     r = rank_events(table(rows), kb)
     assert r.initiating.signature == "xid-79-fallen-off-bus"
 
@@ -78,9 +108,25 @@ def test_line_order_orders_an_interleaved_console_without_timestamps(kb) -> None
 def test_cause_after_the_stall_began_is_demoted(kb) -> None:
     # the OOM at 300 s comes after the stall (~40 s) the timeouts point to; the Xid at 30 s does not
     rows = watchdogs([0, 1, 3]) + [
-        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 20.0, "line": 50, "file": "b.log"},
-        {"signature": "xid-79-fallen-off-bus", "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
-         "rank": 2, "host": "n0", "ts": 300.0, "line": 9, "file": "dmesg.log"}]
+        {
+            "signature": "cuda-oom",
+            "text": OOM,
+            "rank": 2,
+            "host": "n0",
+            "ts": 20.0,
+            "line": 50,
+            "file": "b.log",
+        },
+        {
+            "signature": "xid-79-fallen-off-bus",
+            "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+            "rank": 2,
+            "host": "n0",
+            "ts": 300.0,
+            "line": 9,
+            "file": "dmesg.log",
+        },
+    ]
     r = rank_events(table(rows), kb)
     assert r.initiating.signature == "cuda-oom"
     rows[-2]["ts"] = 500.0  # now both causes come after the stall: the earliest still wins
@@ -92,11 +138,35 @@ def test_cause_after_the_stall_began_is_demoted(kb) -> None:
 def test_clock_skew_is_estimated_and_corrected(kb) -> None:
     # node1's clock runs 30 s ahead: shared watchdog lines reveal it; its OOM at
     # t=35 (really 5) then precedes node0's Xid at t=10
-    rows = (watchdogs([0, 1], host="node0", ts=640.0) + watchdogs([2, 3], host="node1", ts=670.0, start_line=200)
-            + [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "node1", "ts": 35.0, "line": 60, "file": "n1.log"},
-               {"signature": "xid-79-fallen-off-bus", "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
-                "rank": 0, "host": "node0", "ts": 10.0, "line": 5, "file": "n0.log"}])
-    skew = estimate_skew(__import__("denpex_fast.analysis.causal", fromlist=["build_events"]).build_events(table(rows), kb))
+    rows = (
+        watchdogs([0, 1], host="node0", ts=640.0)
+        + watchdogs([2, 3], host="node1", ts=670.0, start_line=200)
+        + [
+            {
+                "signature": "cuda-oom",
+                "text": OOM,
+                "rank": 2,
+                "host": "node1",
+                "ts": 35.0,
+                "line": 60,
+                "file": "n1.log",
+            },
+            {
+                "signature": "xid-79-fallen-off-bus",
+                "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+                "rank": 0,
+                "host": "node0",
+                "ts": 10.0,
+                "line": 5,
+                "file": "n0.log",
+            },
+        ]
+    )
+    skew = estimate_skew(
+        __import__("denpex_fast.analysis.causal", fromlist=["build_events"]).build_events(
+            table(rows), kb
+        )
+    )
     off = skew.offsets["node1"] - skew.offsets["node0"]
     assert off == pytest.approx(30.0, abs=0.1)
     assert skew.bound < 1.0
@@ -105,38 +175,106 @@ def test_clock_skew_is_estimated_and_corrected(kb) -> None:
 
 
 def test_causes_within_the_skew_bound_are_indistinguishable(kb) -> None:
-    rows = (watchdogs([0, 1], host="node0", ts=640.0) + watchdogs([2, 3], host="node1", ts=640.0, start_line=200)
-            + [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "node1", "ts": 5.2, "line": 60, "file": "n1.log"},
-               {"signature": "xid-79-fallen-off-bus", "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
-                "rank": 0, "host": "node0", "ts": 5.0, "line": 5, "file": "n0.log"}])
+    rows = (
+        watchdogs([0, 1], host="node0", ts=640.0)
+        + watchdogs([2, 3], host="node1", ts=640.0, start_line=200)
+        + [
+            {
+                "signature": "cuda-oom",
+                "text": OOM,
+                "rank": 2,
+                "host": "node1",
+                "ts": 5.2,
+                "line": 60,
+                "file": "n1.log",
+            },
+            {
+                "signature": "xid-79-fallen-off-bus",
+                "text": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+                "rank": 0,
+                "host": "node0",
+                "ts": 5.0,
+                "line": 5,
+                "file": "n0.log",
+            },
+        ]
+    )
     r = rank_events(table(rows), kb)
     assert r.indistinguishable and r.indistinguishable[0].signature == "cuda-oom"
     assert any("indistinguishable" in x for x in r.reasons)
 
 
 def test_hosts_without_shared_events_have_unbounded_skew(kb) -> None:
-    rows = [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "a", "ts": 5.0, "line": 1, "file": "a.log"},
-            {"signature": "torch-elastic-child-failed", "text": "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
-             "rank": None, "host": "b", "ts": 9.0, "line": 1, "file": "b.log"}]
-    skew = estimate_skew(__import__("denpex_fast.analysis.causal", fromlist=["build_events"]).build_events(table(rows), kb))
+    rows = [
+        {
+            "signature": "cuda-oom",
+            "text": OOM,
+            "rank": 2,
+            "host": "a",
+            "ts": 5.0,
+            "line": 1,
+            "file": "a.log",
+        },
+        {
+            "signature": "torch-elastic-child-failed",
+            "text": "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+            "rank": None,
+            "host": "b",
+            "ts": 9.0,
+            "line": 1,
+            "file": "b.log",
+        },
+    ]
+    skew = estimate_skew(
+        __import__("denpex_fast.analysis.causal", fromlist=["build_events"]).build_events(
+            table(rows), kb
+        )
+    )
     assert math.isinf(skew.bound)
 
 
 def test_watchdog_suspect_is_the_rank_that_never_entered(kb) -> None:
     # ranks 0,1,3 time out in SeqNum 4812; rank 2 printed nothing but its enqueue count lags
-    rows = watchdogs([0, 1, 3]) + [
-        {"signature": "nccl-watchdog-work-summary", "text": SUMMARY.format(r=r, seq=4812, enq=4812, done=4811),
-         "rank": r, "host": "n0", "ts": 640.5, "line": 150 + r} for r in (0, 1, 3)] + [
-        {"signature": "nccl-watchdog-work-summary", "text": SUMMARY.format(r=2, seq=4811, enq=4811, done=4811),
-         "rank": 2, "host": "n0", "ts": 640.5, "line": 160}]
+    rows = (
+        watchdogs([0, 1, 3])
+        + [
+            {
+                "signature": "nccl-watchdog-work-summary",
+                "text": SUMMARY.format(r=r, seq=4812, enq=4812, done=4811),
+                "rank": r,
+                "host": "n0",
+                "ts": 640.5,
+                "line": 150 + r,
+            }
+            for r in (0, 1, 3)
+        ]
+        + [
+            {
+                "signature": "nccl-watchdog-work-summary",
+                "text": SUMMARY.format(r=2, seq=4811, enq=4811, done=4811),
+                "rank": 2,
+                "host": "n0",
+                "ts": 640.5,
+                "line": 160,
+            }
+        ]
+    )
     r = rank_events(table(rows), kb)
     assert r.initiating is None and r.suspect_rank == 2
     assert any("never entered" in x for x in r.reasons)
 
 
 def test_silent_rank_is_the_suspect(kb) -> None:
-    rows = watchdogs([0, 1, 3]) + [{"signature": "nccl-using-network", "text": "[rank2]: node1:1:1 [2] NCCL INFO Using network Socket",
-                                    "rank": 2, "host": "n0", "ts": 1.0, "line": 3}]
+    rows = watchdogs([0, 1, 3]) + [
+        {
+            "signature": "nccl-using-network",
+            "text": "[rank2]: node1:1:1 [2] NCCL INFO Using network Socket",
+            "rank": 2,
+            "host": "n0",
+            "ts": 1.0,
+            "line": 3,
+        }
+    ]
     r = rank_events(table(rows), kb)
     assert r.suspect_rank == 2
 
@@ -152,7 +290,8 @@ def test_only_symptoms_is_a_suspect_never_an_all_clear(kb) -> None:
 
 def test_diagnosis_assembles_collateral_fix_and_rank_fates(kb) -> None:
     rows = watchdogs([0, 1, 3]) + [
-        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 50}]
+        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 50}
+    ]
     d = diagnose_table(table(rows), signatures=kb)
     doc = d.to_dict()
     assert doc["schema"] == "denpex.diagnosis/1"
@@ -173,14 +312,30 @@ def test_diagnosis_assembles_collateral_fix_and_rank_fates(kb) -> None:
 def test_context_runs_are_thinned_but_causes_kept(kb) -> None:
     from denpex_fast.analysis.causal import thin_context
 
-    steps = [{"signature": "ds-zero-reduce-bucket-size-info", "text": f"[Rank {r}] Reduce bucket size {i}",
-              "rank": r, "host": "n0", "ts": float(i), "line": 10 * i + r} for i in range(500) for r in (0, 1)]
-    rows = steps + [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 5001}]
+    steps = [
+        {
+            "signature": "ds-zero-reduce-bucket-size-info",
+            "text": f"[Rank {r}] Reduce bucket size {i}",
+            "rank": r,
+            "host": "n0",
+            "ts": float(i),
+            "line": 10 * i + r,
+        }
+        for i in range(500)
+        for r in (0, 1)
+    ]
+    rows = steps + [
+        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 5001}
+    ]
     t = thin_context(table(rows), kb, keep=8)
     sig = t.column("signature").to_pylist()
     assert sig.count("cuda-oom") == 1
-    assert sig.count("ds-zero-reduce-bucket-size-info") == 2 * 16   # first 8 and last 8 per rank
-    lines = sorted(x for x, s in zip(t.column("line").to_pylist(), sig) if s == "ds-zero-reduce-bucket-size-info")
+    assert sig.count("ds-zero-reduce-bucket-size-info") == 2 * 16  # first 8 and last 8 per rank
+    lines = sorted(
+        x
+        for x, s in zip(t.column("line").to_pylist(), sig)
+        if s == "ds-zero-reduce-bucket-size-info"
+    )
     assert lines[:2] == [0, 1] and lines[-2:] == [4990, 4991]
 
 
@@ -188,24 +343,46 @@ def test_last_steps_from_file_tails(tmp_path) -> None:
     from denpex_fast.analysis.progress import last_steps
 
     console = tmp_path / "console.log"
-    console.write_text("".join(f"[rank{r}]: [INFO] [logging.py:96:log_dist] [Rank {r}] step={s}, skipped=0, lr=[0.1]\n"
-                               for s in range(1, 200) for r in (0, 1) if not (r == 1 and s > 150)))
+    console.write_text(
+        "".join(
+            f"[rank{r}]: [INFO] [logging.py:96:log_dist] [Rank {r}] step={s}, skipped=0, lr=[0.1]\n"
+            for s in range(1, 200)
+            for r in (0, 1)
+            if not (r == 1 and s > 150)
+        )
+    )
     per_rank = tmp_path / "attempt_0" / "3"
     per_rank.mkdir(parents=True)
-    (per_rank / "stderr.log").write_text("x" * (2 << 20) + "\n" + "".join(f"step={s} loss=0.5\n" for s in range(40)))
+    (per_rank / "stderr.log").write_text(
+        "x" * (2 << 20) + "\n" + "".join(f"step={s} loss=0.5\n" for s in range(40))
+    )
     assert last_steps([str(console), str(per_rank / "stderr.log")]) == {0: 199, 1: 150, 3: 39}
 
 
 def test_bucket_fix_quotes_tensor_and_configured_bucket_sizes(kb) -> None:
     rows = [
-        {"signature": "ds-zero-reduce-bucket-size-info", "text": "[2024-05-01 12:00:00,123] [INFO] [stage_1_and_2.py:150:__init__] Reduce bucket size 500000000",
-         "rank": 0, "host": "n0", "ts": 0.0, "line": 3},
-        {"signature": "ds-zero2-bucket-exhausted", "text": "[rank1]: RuntimeError: start (0) + length (622329856) exceeds dimension size (500000000).",
-         "rank": 1, "host": "n0", "ts": 9.0, "line": 90},
+        {
+            "signature": "ds-zero-reduce-bucket-size-info",
+            "text": "[2024-05-01 12:00:00,123] [INFO] [stage_1_and_2.py:150:__init__] Reduce bucket size 500000000",
+            "rank": 0,
+            "host": "n0",
+            "ts": 0.0,
+            "line": 3,
+        },
+        {
+            "signature": "ds-zero2-bucket-exhausted",
+            "text": "[rank1]: RuntimeError: start (0) + length (622329856) exceeds dimension size (500000000).",
+            "rank": 1,
+            "host": "n0",
+            "ts": 9.0,
+            "line": 90,
+        },
     ]
     doc = diagnose_table(table(rows), signatures=kb).to_dict()
     assert doc["fix_id"] == "ds-zero2-bucket-exhausted" and doc["initiating"]["rank"] == 1
-    assert doc["fix_fields"]["length"] == "622329856" and doc["fix_fields"]["dim_size"] == "500000000"
+    assert (
+        doc["fix_fields"]["length"] == "622329856" and doc["fix_fields"]["dim_size"] == "500000000"
+    )
     assert doc["job_values"]["reduce_bucket_size"].replace(",", "") == "500000000"
     assert "reduce_bucket_size" in doc["fix"] and "allreduce_bucket_size" in doc["fix"]
 
@@ -216,28 +393,54 @@ def test_nccl_device_index_is_the_rank_only_when_nothing_names_one(kb) -> None:
     assert r.initiating is not None and r.initiating.rank == 3
     assert any("NCCL device index" in x for x in r.reasons)
     # a job whose lines name ranks: the device index is a GPU, not a rank
-    rows = [{"signature": "any-nccl-warn", "text": warn, "line": 1},
-            {"signature": "cuda-oom", "text": OOM, "rank": 2, "line": 9}]
+    rows = [
+        {"signature": "any-nccl-warn", "text": warn, "line": 1},
+        {"signature": "cuda-oom", "text": OOM, "rank": 2, "line": 9},
+    ]
     r = rank_events(table(rows), kb)
     warn_ev = [e for e in r.events if e.signature == "any-nccl-warn"][0]
     assert warn_ev.rank is None
 
 
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:
-    rows = [{"signature": "any-process-record", "text": "  rank      : 2 (local_rank: 0)", "line": 40,
-             "rank": 2, "host": "node1", "file": "node1/console.log"},
-            {"signature": "os-sigkill", "line": 33, "rank": 0, "host": "node1", "file": "node1/console.log",
-             "text": "E1202 14:38:54.154000 2 api.py:1002] failed (exitcode: -9) local_rank: 0 (pid: 20037) of binary: python"}]
+    rows = [
+        {
+            "signature": "any-process-record",
+            "text": "  rank      : 2 (local_rank: 0)",
+            "line": 40,
+            "rank": 2,
+            "host": "node1",
+            "file": "node1/console.log",
+        },
+        {
+            "signature": "os-sigkill",
+            "line": 33,
+            "rank": 0,
+            "host": "node1",
+            "file": "node1/console.log",
+            "text": "E1202 14:38:54.154000 2 api.py:1002] failed (exitcode: -9) local_rank: 0 (pid: 20037) of binary: python",
+        },
+    ]
     r = rank_events(table(rows), kb)
     kill = [e for e in r.events if e.signature == "os-sigkill"][0]
     assert kill.rank == 2
 
 
 def test_a_pid_named_elsewhere_gives_the_kernel_record_its_rank(kb) -> None:
-    rows = [{"signature": "xid-host-oom-killer", "line": 3, "file": "dmesg.log",
-             "text": "Out of memory: Killed process 20037 (python3) total-vm:81234kB, anon-rss:7000000kB"},
-            {"signature": "os-sigkill", "line": 33, "rank": 2,
-             "text": "E1202 14:38:54.154000 2 api.py:1002] failed (exitcode: -9) local_rank: 2 (pid: 20037) of binary: python"}]
+    rows = [
+        {
+            "signature": "xid-host-oom-killer",
+            "line": 3,
+            "file": "dmesg.log",
+            "text": "Out of memory: Killed process 20037 (python3) total-vm:81234kB, anon-rss:7000000kB",
+        },
+        {
+            "signature": "os-sigkill",
+            "line": 33,
+            "rank": 2,
+            "text": "E1202 14:38:54.154000 2 api.py:1002] failed (exitcode: -9) local_rank: 2 (pid: 20037) of binary: python",
+        },
+    ]
     r = rank_events(table(rows), kb)
     oom = [e for e in r.events if e.signature == "xid-host-oom-killer"][0]
     assert oom.rank == 2
@@ -247,8 +450,21 @@ def test_a_pid_named_elsewhere_gives_the_kernel_record_its_rank(kb) -> None:
 def test_a_file_without_timestamps_is_ordered_by_name_not_put_last(kb) -> None:
     # two restart attempts saved as two files; only the second has timestamps
     ecc = "RuntimeError: transform: failed to synchronize: cudaErrorECCUncorrectable: uncorrectable ECC error encountered"
-    rows = [{"signature": "cuda-ecc-uncorrectable", "text": ecc, "line": 20, "file": "attempt1_main_log.txt"},
-            {"signature": "cuda-oom", "text": OOM, "line": 22, "ts": 50.0, "file": "attempt2_main_log.txt"}]
+    rows = [
+        {
+            "signature": "cuda-ecc-uncorrectable",
+            "text": ecc,
+            "line": 20,
+            "file": "attempt1_main_log.txt",
+        },
+        {
+            "signature": "cuda-oom",
+            "text": OOM,
+            "line": 22,
+            "ts": 50.0,
+            "file": "attempt2_main_log.txt",
+        },
+    ]
     r = rank_events(table(rows), kb)
     assert r.initiating.file == "attempt1_main_log.txt"
 
@@ -256,9 +472,11 @@ def test_a_file_without_timestamps_is_ordered_by_name_not_put_last(kb) -> None:
 def test_step_lines_native_pass_reads_every_form_and_keeps_the_first_per_line():
     from denpex_fast.analysis.progress import step_lines
 
-    data = (b"a step=3 x\n[Rank 0] step=12, skipped=0, lr=[0.001] global_step=12\n"
-            b" iteration      100/   10000 | consumed samples: 3200\nstepping the scheduler\n"
-            b"{'loss': 1.2, 'step': 120}\nno progress here")
+    data = (
+        b"a step=3 x\n[Rank 0] step=12, skipped=0, lr=[0.001] global_step=12\n"
+        b" iteration      100/   10000 | consumed samples: 3200\nstepping the scheduler\n"
+        b"{'loss': 1.2, 'step': 120}\nno progress here"
+    )
     texts, steps = step_lines(data)
     assert steps == [3, 12, 100, 120]
     assert texts[1].startswith("[Rank 0] step=12")
@@ -267,19 +485,47 @@ def test_step_lines_native_pass_reads_every_form_and_keeps_the_first_per_line():
 def test_a_prelude_line_opens_the_incident_of_the_error_it_announces(kb) -> None:
     """Anomaly mode prints the forward traceback's header, ~40 frames, then the
     backward error: the incident spans from the header to the error."""
-    warn = ("/SITE/torch/autograd/graph.py:979: UserWarning: Error detected in MseLossBackward0. "
-            "Traceback of forward call that caused the error:")
+    warn = (
+        "/SITE/torch/autograd/graph.py:979: UserWarning: Error detected in MseLossBackward0. "
+        "Traceback of forward call that caused the error:"
+    )
     err = "RuntimeError: Function 'MseLossBackward0' returned nan values in its 0th output."
-    rows = [{"signature": "num-anomaly-forward-traceback", "text": warn, "rank": 1, "host": "n0",
-             "ts": 5.0, "line": 9, "file": "rank1.log"},
-            {"signature": "num-anomaly-nan-backward", "text": err, "rank": 1, "host": "n0",
-             "ts": 5.0, "line": 52, "file": "rank1.log"}] + watchdogs([0, 2, 3], ts=640.0)
+    rows = [
+        {
+            "signature": "num-anomaly-forward-traceback",
+            "text": warn,
+            "rank": 1,
+            "host": "n0",
+            "ts": 5.0,
+            "line": 9,
+            "file": "rank1.log",
+        },
+        {
+            "signature": "num-anomaly-nan-backward",
+            "text": err,
+            "rank": 1,
+            "host": "n0",
+            "ts": 5.0,
+            "line": 52,
+            "file": "rank1.log",
+        },
+    ] + watchdogs([0, 2, 3], ts=640.0)
     r = rank_events(table(rows), kb)
     assert r.initiating.signature == "num-anomaly-nan-backward"
     assert r.incident.lines == (9, 52)
     # another error of the same rank between them: the header belongs to that one
-    rows.insert(1, {"signature": "cuda-oom", "text": OOM.replace("rank2", "rank1"), "rank": 1,
-                    "host": "n0", "ts": 5.0, "line": 30, "file": "rank1.log"})
+    rows.insert(
+        1,
+        {
+            "signature": "cuda-oom",
+            "text": OOM.replace("rank2", "rank1"),
+            "rank": 1,
+            "host": "n0",
+            "ts": 5.0,
+            "line": 30,
+            "file": "rank1.log",
+        },
+    )
     r = rank_events(table(rows), kb)
     inc = next(i for i in r.incidents if i.head.signature == "num-anomaly-nan-backward")
     assert inc.lines[0] > 9

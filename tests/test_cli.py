@@ -83,20 +83,36 @@ def test_output_file(log: Path, tmp_path: Path, suffix: str) -> None:
 def test_pattern_file_and_stdin(tmp_path: Path) -> None:
     pf = tmp_path / "pats.txt"
     pf.write_text("# comment\noom=CUDA out of memory\nWatchdog caught\n")
-    assert parse_pattern_file(str(pf)) == {"oom": ["CUDA out of memory"],
-                                           "pats-3": ["Watchdog caught"]}
+    assert parse_pattern_file(str(pf)) == {
+        "oom": ["CUDA out of memory"],
+        "pats-3": ["Watchdog caught"],
+    }
     # CliRunner replaces sys.stdin with a BytesIO that has no file descriptor,
     # so stdin is exercised in a real process
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-c", "from denpex_fast.cli import main; main()", "scan",
-                        "-", "-f", str(pf)], input=LOG, capture_output=True, timeout=60,
-                       env={**os.environ}, cwd=tmp_path)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from denpex_fast.cli import main; main()",
+            "scan",
+            "-",
+            "-f",
+            str(pf),
+        ],
+        input=LOG,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ},
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().splitlines() == [
         "-:2:oom:[rank2]: CUDA out of memory. Tried",
-        "-:3:pats-3:[rank0]: Watchdog caught collective operation timeout"]
+        "-:3:pats-3:[rank0]: Watchdog caught collective operation timeout",
+    ]
 
 
 def test_stats_to_stderr(log: Path) -> None:
@@ -110,10 +126,18 @@ def test_signatures_list_show_match_check() -> None:
     rows = [line.split("\t") for line in r.stdout.splitlines()]
     assert rows and all(row[1] == "cause" and row[3] == "deepspeed" for row in rows)
     r = run("signatures", "show", "ds-zero2-bucket-exhausted")
-    assert r.exit_code == 0 and "reduce_bucket_size" in r.stdout and "allreduce_bucket_size" in r.stdout
+    assert (
+        r.exit_code == 0
+        and "reduce_bucket_size" in r.stdout
+        and "allreduce_bucket_size" in r.stdout
+    )
     r = run("signatures", "show", "ds-zero2")
     assert r.exit_code == 1 and "did you mean ds-zero2-bucket-exhausted" in r.stderr
-    r = run("signatures", "match", "[rank1]: RuntimeError: start (0) + length (622329856) exceeds dimension size (500000000).")
+    r = run(
+        "signatures",
+        "match",
+        "[rank1]: RuntimeError: start (0) + length (622329856) exceeds dimension size (500000000).",
+    )
     assert r.exit_code == 0
     assert "ds-zero2-bucket-exhausted" in r.stdout and "length=622329856" in r.stdout
     assert run("signatures", "match", "step=12 loss=0.5").exit_code == 1
@@ -121,7 +145,9 @@ def test_signatures_list_show_match_check() -> None:
 
 def test_signatures_check_reports_problems(tmp_path: Path) -> None:
     bad = tmp_path / "mine.toml"
-    bad.write_text('schema = "denpex.signatures/1"\nfamily = "mine"\n\n[[signature]]\nid = "mine-x"\ntitle = "x"\n')
+    bad.write_text(
+        'schema = "denpex.signatures/1"\nfamily = "mine"\n\n[[signature]]\nid = "mine-x"\ntitle = "x"\n'
+    )
     r = run("signatures", "check", str(bad))
     assert r.exit_code == 1 and "mine-x" in r.stdout
 

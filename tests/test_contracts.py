@@ -24,8 +24,13 @@ SAMPLE = Path(dx.__file__).parent / "samples" / "sample_job"
 
 
 def _denpex(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "denpex_fast.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "denpex_fast.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def test_every_corpus_diagnosis_validates() -> None:
@@ -59,9 +64,14 @@ def test_sarif_and_github_name_the_initiating_line() -> None:
     (res,) = sarif["runs"][0]["results"]
     loc = res["locations"][0]["physicalLocation"]
     assert res["ruleId"] == d.initiating.signature
-    assert loc["artifactLocation"]["uri"] == "node1/console.log" and loc["region"]["startLine"] == d.initiating.line
+    assert (
+        loc["artifactLocation"]["uri"] == "node1/console.log"
+        and loc["region"]["startLine"] == d.initiating.line
+    )
     gh = to_github(d)
-    assert gh.startswith(("::error file=node1/console.log,line=", "::warning file=node1/console.log,line="))
+    assert gh.startswith(
+        ("::error file=node1/console.log,line=", "::warning file=node1/console.log,line=")
+    )
     assert "\n" not in gh
 
 
@@ -83,10 +93,17 @@ def test_missing_extra_names_the_install(tmp_path: Path) -> None:
     (shim / "sitecustomize.py").write_text(
         "import sys\nclass _Hide:\n    def find_spec(self, name, path=None, target=None):\n"
         "        if name.split('.')[0] == 'duckdb':\n            raise ModuleNotFoundError(\"No module named 'duckdb'\", name='duckdb')\n"
-        "        return None\nsys.meta_path.insert(0, _Hide())\n")
+        "        return None\nsys.meta_path.insert(0, _Hide())\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(shim)}
-    out = subprocess.run([sys.executable, "-m", "denpex_fast.cli", "query", str(tmp_path), "select 1"],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "denpex_fast.cli", "query", str(tmp_path), "select 1"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 2
     assert "pip install 'denpex_fast[index]'" in out.stderr and "Traceback" not in out.stderr
 
@@ -99,7 +116,10 @@ def test_every_verdict_is_reached_by_a_real_case(tmp_path: Path) -> None:
     assert dx.diagnose(healthy).verdict == "no-failure-found"
     assert dx.diagnose(log_files(gen / "008-sigkill-rank")).verdict in ("failure", "suspect")
     hang = json.loads((gen / "007-collective-timeout-hang" / "truth.json").read_text())
-    assert dx.diagnose(log_files(gen / "007-collective-timeout-hang")).suspect_rank == hang["initiating"]["rank"]
+    assert (
+        dx.diagnose(log_files(gen / "007-collective-timeout-hang")).suspect_rank
+        == hang["initiating"]["rank"]
+    )
     if (gen / "053-tr1n-healthy-cut").is_dir():
         assert dx.diagnose(log_files(gen / "053-tr1n-healthy-cut")).verdict == "stopped"
     # a healthy job with one file cut inside its gzip stream: never an all-clear

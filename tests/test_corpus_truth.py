@@ -17,12 +17,27 @@ import pytest
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 CASES_DIR = CORPUS / "cases"
-CASE_DIRS = sorted(p for d in (CASES_DIR, CORPUS / "matrix-shift1", CORPUS / "matrix-shift2") if d.is_dir()
-                   for p in d.glob("*") if (p / "truth.json").is_file())
+CASE_DIRS = sorted(
+    p
+    for d in (CASES_DIR, CORPUS / "matrix-shift1", CORPUS / "matrix-shift2")
+    if d.is_dir()
+    for p in d.glob("*")
+    if (p / "truth.json").is_file()
+)
 
 TOP_KEYS = {
-    "schema", "case", "source", "generator", "healthy", "initiating", "downstream",
-    "root_cause", "fix", "clock_offsets_s", "versions", "notes",
+    "schema",
+    "case",
+    "source",
+    "generator",
+    "healthy",
+    "initiating",
+    "downstream",
+    "root_cause",
+    "fix",
+    "clock_offsets_s",
+    "versions",
+    "notes",
 }
 INITIATING_KEYS = {"rank", "host", "file", "line", "text", "signature_hint"}
 DOWNSTREAM_KEYS = {"rank", "file", "line", "text"}
@@ -47,7 +62,9 @@ def _check_line(case_dir: Path, ref: dict) -> None:
     lines = _lines(path)
     n = ref["line"]
     assert isinstance(n, int) and 1 <= n <= len(lines), f"{case_dir.name}: {rel}:{n} out of range"
-    assert lines[n - 1] == ref["text"], f"{case_dir.name}: {rel}:{n} is {lines[n - 1]!r}, not {ref['text']!r}"
+    assert lines[n - 1] == ref["text"], (
+        f"{case_dir.name}: {rel}:{n} is {lines[n - 1]!r}, not {ref['text']!r}"
+    )
 
 
 def _ids(p: Path) -> str:
@@ -73,8 +90,11 @@ def test_truth_is_valid(case_dir: Path):
     assert t["source"] == "generated"
     shift, name = m.groups()
     if shift:  # the matrix regenerated with every target rank shifted
-        assert re.fullmatch(rf"CORPUS_RANK_SHIFT={shift} tests/corpus/generate\.py "
-                            rf"--cases {name} --steps \d+", t["generator"])
+        assert re.fullmatch(
+            rf"CORPUS_RANK_SHIFT={shift} tests/corpus/generate\.py "
+            rf"--cases {name} --steps \d+",
+            t["generator"],
+        )
     else:
         assert t["generator"] == f"tests/corpus/generate.py --cases {name}"
     assert isinstance(t["healthy"], bool)
@@ -117,7 +137,9 @@ def test_named_lines_exist(case_dir: Path):
     if t.get("last_line"):
         refs.append(t["last_line"])
         last = t["last_line"]
-        assert last["line"] == len(_lines(case_dir / last["file"])), "last_line is not the file's last line"
+        assert last["line"] == len(_lines(case_dir / last["file"])), (
+            "last_line is not the file's last line"
+        )
     for ref in refs:
         _check_line(case_dir, ref)
 

@@ -127,7 +127,8 @@ def test_cli_index_dask_local(tmp_path: Path) -> None:
     root = tmp_path / "archive"
     root.mkdir()
     make_archive(root)
-    res = CliRunner().invoke(main, ["index", str(root), "-o", str(tmp_path / "ix"),
-                                    "--dask", "local"])
+    res = CliRunner().invoke(
+        main, ["index", str(root), "-o", str(tmp_path / "ix"), "--dask", "local"]
+    )
     assert res.exit_code == 0, res.output
     assert "4 indexed" in res.output

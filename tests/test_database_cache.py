@@ -24,8 +24,9 @@ def test_second_scanner_loads_from_cache(tmp_path: Path, monkeypatch) -> None:
     assert len(entries(tmp_path)) == 1
     compiled = []
     real = _native.Database.compile
-    monkeypatch.setattr(_native.Database, "compile",
-                        classmethod(lambda cls, *a: compiled.append(1) or real(*a)))
+    monkeypatch.setattr(
+        _native.Database, "compile", classmethod(lambda cls, *a: compiled.append(1) or real(*a))
+    )
     s = Scanner(patterns=PATS, cache_dir=tmp_path)
     assert compiled == [] and s.scan_bytes(DATA).num_rows == 2
 
@@ -48,6 +49,7 @@ def test_damaged_cache_is_recompiled_never_trusted(tmp_path: Path, damage: str) 
         blob = blob[: len(blob) // 2]
     elif damage == "foreign":  # a well-formed file whose payload is not a libhs database
         import hashlib
+
         payload = os.urandom(4096)
         blob = cache.MAGIC + hashlib.sha256(payload).digest() + payload
     else:
@@ -96,12 +98,31 @@ def test_native_argument_checks() -> None:
     assert ei.value.status == _native.ERR_ARG
     s = _native.Scratch(db)
     bad = _native.Options(block_size=0).to_c(0, _native.ffi.NULL)
-    rc, _, msg = _native.scan_buffer(db, s, b"x\n", 2, base_offset=0, base_line=0, line_start=0,
-                                     opts=bad, tally=_native.Tally(1), result=_native.Result())
+    rc, _, msg = _native.scan_buffer(
+        db,
+        s,
+        b"x\n",
+        2,
+        base_offset=0,
+        base_line=0,
+        line_start=0,
+        opts=bad,
+        tally=_native.Tally(1),
+        result=_native.Result(),
+    )
     assert rc == _native.ERR_ARG and "options" in msg
-    rc, _, msg = _native.scan_buffer(db, s, b"x\n", 2, base_offset=0, base_line=0, line_start=0,
-                                     opts=_native.Options().to_c(0, _native.ffi.NULL),
-                                     tally=_native.Tally(5), result=_native.Result())
+    rc, _, msg = _native.scan_buffer(
+        db,
+        s,
+        b"x\n",
+        2,
+        base_offset=0,
+        base_line=0,
+        line_start=0,
+        opts=_native.Options().to_c(0, _native.ffi.NULL),
+        tally=_native.Tally(5),
+        result=_native.Result(),
+    )
     assert rc == _native.ERR_ARG and "tally" in msg
     assert _native.platform_supported()
     assert _native.hs_version()[0].isdigit()

@@ -24,7 +24,7 @@ HERE = Path(__file__).parent
 GENERATED = HERE / "corpus" / "cases"
 # the same matrix with every target rank shifted by one (CORPUS_RANK_SHIFT=1)
 SHIFTED = HERE / "corpus" / "matrix-shift1"
-SHIFTED2 = HERE / "corpus" / "matrix-shift2"   # ranks shifted by two, generated last
+SHIFTED2 = HERE / "corpus" / "matrix-shift2"  # ranks shifted by two, generated last
 PUBLIC = HERE / "corpus" / "public"
 
 
@@ -32,8 +32,10 @@ PUBLIC = HERE / "corpus" / "public"
 def report() -> EvalReport:
     rep = evaluate([GENERATED, SHIFTED, SHIFTED2, PUBLIC], Scanner())
     for r in rep.subset("dev"):
-        print(f"{r.case[:48]:48} {'ok ' if r.right else 'XX '} {r.verdict:16} rank={r.rank} "
-              f"{r.signature} {r.where} (truth rank={r.truth_rank} {r.truth_where}) c={r.confidence:.2f}")
+        print(
+            f"{r.case[:48]:48} {'ok ' if r.right else 'XX '} {r.verdict:16} rank={r.rank} "
+            f"{r.signature} {r.where} (truth rank={r.truth_rank} {r.truth_where}) c={r.confidence:.2f}"
+        )
     print({p: rep.summary(p) for p in ("dev", "blind")})
     return rep
 
@@ -85,8 +87,9 @@ def test_shipped_model_is_fitted_on_dev(report: EvalReport) -> None:
     dev = report.subset("dev")
     w = fit([(r.X, r.labels) for r in dev if r.X is not None and r.expected == "failure"])
     refit = report.summary("dev", {r.case: _outcome(r, w)[:3] for r in dev})
-    shipped = json.loads((Path(__import__("denpex_fast").__file__).parent
-                          / "ranking_model.json").read_text())
+    shipped = json.loads(
+        (Path(__import__("denpex_fast").__file__).parent / "ranking_model.json").read_text()
+    )
     assert shipped["features"] == list(FEATURE_NAMES)
     assert report.summary("dev")["top1"] >= refit["top1"] - 0.05
     assert np.all(np.isfinite(shipped["weights"]))
@@ -105,9 +108,13 @@ def test_confidence_is_calibrated_and_monotone() -> None:
 # every case must name the truth's rank and line.  The misses below are known
 # and explained; ``strict`` makes a miss that starts passing fail too, so the
 # list cannot go stale.
-MATRIX = sorted(p for root in (GENERATED, SHIFTED, SHIFTED2) for p in root.iterdir()
-                if (p / "truth.json").is_file()
-                and "expected_verdict" in json.loads((p / "truth.json").read_text()))
+MATRIX = sorted(
+    p
+    for root in (GENERATED, SHIFTED, SHIFTED2)
+    for p in root.iterdir()
+    if (p / "truth.json").is_file()
+    and "expected_verdict" in json.loads((p / "truth.json").read_text())
+)
 MATRIX_KNOWN_MISSES = {
     # DeepSpeed's exit line prints the command line of the last rank it
     # spawned; the rank that died printed nothing, and neither did rank 0
@@ -120,9 +127,16 @@ MATRIX_KNOWN_MISSES = {
 }
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=MATRIX_KNOWN_MISSES[c.name]))
-    if c.name in MATRIX_KNOWN_MISSES else c for c in MATRIX], ids=[c.name for c in MATRIX])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=MATRIX_KNOWN_MISSES[c.name]))
+        if c.name in MATRIX_KNOWN_MISSES
+        else c
+        for c in MATRIX
+    ],
+    ids=[c.name for c in MATRIX],
+)
 def test_launcher_fault_matrix(case: Path, report: EvalReport) -> None:
     (r,) = [r for r in report.results if r.case == case.name]
     if r.expected == "no-failure-found":

@@ -21,16 +21,24 @@ from corpus_eval import _bare, log_files
 import denpex_fast as dx
 
 CASES = Path(__file__).parent / "corpus" / "cases"
-SAMPLE = ["008-sigkill-rank", "005-dataset-index-error", "014-ckpt-readonly-fs",
-          "019-mn-shape-mismatch-forward", "023-ds-zero2-batch-config"]
+SAMPLE = [
+    "008-sigkill-rank",
+    "005-dataset-index-error",
+    "014-ckpt-readonly-fs",
+    "019-mn-shape-mismatch-forward",
+    "023-ds-zero2-batch-config",
+]
 _TS = re.compile(r"^((?:\[(?:default|rank)\d+\]:)*)\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d+ ")
 
 
 def _answer(paths: list[str]) -> tuple[str, int | None, str | None]:
     d = dx.diagnose(paths)
     i = d.initiating
-    return (d.verdict in ("failure", "suspect") and "named" or d.verdict,
-            i.rank if i is not None else d.suspect_rank, _bare(i.text) if i is not None else None)
+    return (
+        d.verdict in ("failure", "suspect") and "named" or d.verdict,
+        i.rank if i is not None else d.suspect_rank,
+        _bare(i.text) if i is not None else None,
+    )
 
 
 def _copy(case: Path, dest: Path) -> list[str]:
@@ -44,8 +52,9 @@ def _copy(case: Path, dest: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("name", SAMPLE)
-def test_copied_elsewhere_and_from_another_cwd(name: str, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_copied_elsewhere_and_from_another_cwd(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     case = CASES / name
     ref = _answer(log_files(case))
     files = _copy(case, tmp_path / "renamed-job")
@@ -66,12 +75,16 @@ def test_gzipped(name: str, tmp_path: Path) -> None:
     assert _answer(gz) == ref
 
 
-@pytest.mark.parametrize("name", ["008-sigkill-rank", "005-dataset-index-error", "014-ckpt-readonly-fs"])
+@pytest.mark.parametrize(
+    "name", ["008-sigkill-rank", "005-dataset-index-error", "014-ckpt-readonly-fs"]
+)
 def test_console_without_timestamps(name: str, tmp_path: Path) -> None:
     console = CASES / name / "console.log"
     ref = _answer([str(console)])
     stripped = tmp_path / "console.log"
-    stripped.write_text("".join(_TS.sub(r"\1", line) for line in console.read_text().splitlines(True)))
+    stripped.write_text(
+        "".join(_TS.sub(r"\1", line) for line in console.read_text().splitlines(True))
+    )
     assert _answer([str(stripped)]) == ref
 
 

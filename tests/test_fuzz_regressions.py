@@ -20,8 +20,9 @@ TIMEOUT = {"timeout": [r"NCCL WARN [^\n]*timeout"]}
 
 
 @pytest.mark.parametrize("tail", [b"", b"next line\n"], ids=["last-line", "more-lines"])
-def test_line_of_exactly_max_text_bytes_loses_its_cr(tail: bytes, scan_config, make_scanner,
-                                                     tmp_path: Path) -> None:
+def test_line_of_exactly_max_text_bytes_loses_its_cr(
+    tail: bytes, scan_config, make_scanner, tmp_path: Path
+) -> None:
     # 39 bytes + CR = max_text: the whole line fits, so the CRLF's CR is removed
     # (the newline sat just past the searched window and the CR was kept).
     data = b"NCCL WARN timeouttimeouttimeoutxxxxaa  \r\n" + tail

@@ -75,8 +75,13 @@ def wait_for(cond, what: str, timeout: float = 30.0) -> None:
 
 
 def run_py(code: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", HWM + textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", HWM + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 HWM = """
@@ -91,7 +96,8 @@ def hwm():  # this process's peak RSS in KiB
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mmap", [True, False], ids=["mmap", "read"])
 def test_log_growing_during_scan_gives_rows_of_bytes_present_at_open(
-        make_scanner, tmp_path: Path, mmap: bool) -> None:
+    make_scanner, tmp_path: Path, mmap: bool
+) -> None:
     p = tmp_path / "live.log"
     p.write_bytes(b"")
     stop = threading.Event()
@@ -102,8 +108,10 @@ def test_log_growing_during_scan_gives_rows_of_bytes_present_at_open(
         try:
             i = 0
             while not stop.is_set():
-                chunk = b"".join(LINE if (i + k) % 50 == 0 else
-                                 b"step %d loss %f\n" % (i + k, rng.random()) for k in range(500))
+                chunk = b"".join(
+                    LINE if (i + k) % 50 == 0 else b"step %d loss %f\n" % (i + k, rng.random())
+                    for k in range(500)
+                )
                 os.write(fd, chunk)
                 i += 500
         finally:
@@ -158,8 +166,9 @@ def test_truncated_while_read_through_run(make_scanner, tmp_path: Path) -> None:
     s = make_scanner(PATS)
     out: dict = {}
     start = rchar()
-    t = threading.Thread(target=lambda: out.setdefault(
-        "res", s.run([p], threads=2, mmap=False, errors="collect")))
+    t = threading.Thread(
+        target=lambda: out.setdefault("res", s.run([p], threads=2, mmap=False, errors="collect"))
+    )
     t.start()
     # 64 MiB read: well inside the file, and past the 1 MiB it is cut to
     wait_for(lambda: rchar() - start > 64 * MiB or not t.is_alive(), "the reads")
@@ -172,8 +181,9 @@ def test_truncated_while_read_through_run(make_scanner, tmp_path: Path) -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mmap", [True, False], ids=["mmap", "read"])
-def test_file_rewritten_shorter_and_longer_while_scanned(make_scanner, tmp_path: Path,
-                                                         mmap: bool) -> None:
+def test_file_rewritten_shorter_and_longer_while_scanned(
+    make_scanner, tmp_path: Path, mmap: bool
+) -> None:
     p = tmp_path / "rewritten.log"
     p.write_bytes(LINE * 20_000)
     stop = threading.Event()
@@ -217,14 +227,17 @@ def test_one_gigabyte_line_is_found_with_bounded_memory(tmp_path: Path, mmap: bo
         f.seek(GiB - 100)
         f.write(tail)
     end = GiB - 100 + tail.index(b"memory") + len(b"memory")
-    proc = run_py(f"""
+    proc = run_py(
+        f"""
         import json, denpex_fast as dx
         s = dx.Scanner(patterns={{"oom": "CUDA out of memory"}}, cache_dir=False, max_text=64)
         before = hwm()
         r = s.run([{str(p)!r}], threads=2, mmap={mmap})
         print(json.dumps([r.table.select(["line", "offset", "match_end", "text"]).to_pylist(),
                           (hwm() - before) * 1024, r.ok]))
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     rows, grown, ok = json.loads(proc.stdout)
     # the text window of a very long line: the max_text bytes ending at the match
@@ -242,7 +255,7 @@ def test_binary_files_scan_cleanly_with_valid_utf8_text(make_scanner, tmp_path: 
     noise = tmp_path / "noise.bin"
     blob = bytearray(rng.randbytes(4 * MiB))
     for off in range(1000, len(blob) - 100, 200_000):  # plant matches amid random bytes
-        blob[off:off + 18] = b"CUDA out of memory"
+        blob[off : off + 18] = b"CUDA out of memory"
     noise.write_bytes(bytes(blob))
     elf = tmp_path / "ls"
     shutil.copyfile(shutil.which("ls") or "/bin/ls", elf)
@@ -254,8 +267,9 @@ def test_binary_files_scan_cleanly_with_valid_utf8_text(make_scanner, tmp_path: 
     assert all(isinstance(x, str) and x.encode("utf-8") for x in text.to_pylist())
     for path, data in ((noise, bytes(blob)), (elf, elf.read_bytes())):
         got = res.table.filter(pa.compute.equal(res.table["file"].cast(pa.string()), str(path)))
-        assert [r[:4] for r in sort_rows(table_rows(got))] == \
-            [r[:4] for r in sort_rows(oracle(data, pats))]
+        assert [r[:4] for r in sort_rows(table_rows(got))] == [
+            r[:4] for r in sort_rows(oracle(data, pats))
+        ]
     assert set(res.table.column("signature").to_pylist()) == {"oom", "elf", "glibc"}
 
 
@@ -268,9 +282,9 @@ def _link_tree(tmp_path: Path) -> tuple[Path, Path]:
     outside.mkdir()
     (root / "a" / "f.log").write_bytes(LINE)
     (outside / "o.log").write_bytes(LINE)
-    os.symlink("..", root / "a" / "loop")          # back to root: a cycle
-    os.symlink(".", root / "a" / "self")           # to itself
-    os.symlink(outside, root / "out")              # a directory outside the tree
+    os.symlink("..", root / "a" / "loop")  # back to root: a cycle
+    os.symlink(".", root / "a" / "self")  # to itself
+    os.symlink(outside, root / "out")  # a directory outside the tree
     os.symlink(outside / "o.log", root / "flink")  # a file outside the tree
     os.symlink(tmp_path / "nowhere", root / "broken")
     return root, outside
@@ -289,7 +303,8 @@ def test_symlinks_followed_enter_each_directory_once(make_scanner, tmp_path: Pat
     root, _ = _link_tree(tmp_path)
     res = make_scanner(PATS).run([root], errors="collect", follow_symlinks=True)
     assert sorted(res.table.column("file").to_pylist()) == sorted(
-        [str(root / "a" / "f.log"), str(root / "flink"), str(root / "out" / "o.log")])
+        [str(root / "a" / "f.log"), str(root / "flink"), str(root / "out" / "o.log")]
+    )
     assert kinds(res) == {str(root / "broken"): "open"}
 
 
@@ -331,8 +346,12 @@ def test_newline_and_invalid_utf8_names_round_trip(make_scanner, tmp_path: Path)
     expected = {display_name(os.path.join(d, n)) for n in raw_names}
     # the documented escapes: one line, valid UTF-8
     base = display_name(d)
-    assert expected == {base + "/new\\nline.log", base + "/bad\\xff\\xfe.log",
-                        base + "/back\\\\slash.log", base + "/tab\\there.log"}
+    assert expected == {
+        base + "/new\\nline.log",
+        base + "/bad\\xff\\xfe.log",
+        base + "/back\\\\slash.log",
+        base + "/tab\\there.log",
+    }
     res = make_scanner(PATS).run([d])
     names = res.table.column("file").to_pylist()
     assert set(names) == expected
@@ -341,14 +360,18 @@ def test_newline_and_invalid_utf8_names_round_trip(make_scanner, tmp_path: Path)
         assert "\n" not in name and name.encode("utf-8")
 
     env = {"DENPEX_CACHE_DIR": str(tmp_path / "cache")}
-    r = CliRunner(env=env).invoke(cli_main, ["scan", os.fsdecode(d), "-e", "oom=CUDA out of"],
-                                  catch_exceptions=False)
+    r = CliRunner(env=env).invoke(
+        cli_main, ["scan", os.fsdecode(d), "-e", "oom=CUDA out of"], catch_exceptions=False
+    )
     assert r.exit_code == 0
     lines = r.stdout.splitlines()
     assert len(lines) == len(raw_names)  # grep-style output: one line per match
     assert {ln.rsplit(":2:oom:", 1)[0] for ln in lines} == expected
-    r = CliRunner(env=env).invoke(cli_main, ["scan", os.fsdecode(d), "--json", "-e",
-                                             "oom=CUDA out of"], catch_exceptions=False)
+    r = CliRunner(env=env).invoke(
+        cli_main,
+        ["scan", os.fsdecode(d), "--json", "-e", "oom=CUDA out of"],
+        catch_exceptions=False,
+    )
     msgs = [json.loads(x) for x in r.stdout.splitlines()]
     assert {m["data"]["path"] for m in msgs if m["type"] == "match"} == expected
 
@@ -366,17 +389,29 @@ HUGE = "|".join(f"lit{i:06d}x" for i in range(10_000))  # 109 999 characters
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("pattern", [
-    HUGE,
-    "(a|aa)*b",
-    "(a+)+$",
-    "((a*)*b)*c",
-    "(x+x+)+y",
-    "a{1000,}b",
-    "[a-z]{20000}",
-    "(ab|c){1000,5000}x",
-], ids=["huge-alternation", "alt-star", "nested-plus", "nested-star", "xx-plus",
-        "bounded-1000-up", "bounded-20000", "bounded-1000-5000"])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        HUGE,
+        "(a|aa)*b",
+        "(a+)+$",
+        "((a*)*b)*c",
+        "(x+x+)+y",
+        "a{1000,}b",
+        "[a-z]{20000}",
+        "(ab|c){1000,5000}x",
+    ],
+    ids=[
+        "huge-alternation",
+        "alt-star",
+        "nested-plus",
+        "nested-star",
+        "xx-plus",
+        "bounded-1000-up",
+        "bounded-20000",
+        "bounded-1000-5000",
+    ],
+)
 def test_hostile_pattern_compiles_or_fails_clearly(make_scanner, pattern: str) -> None:
     try:
         s = make_scanner({"ok": ["fine"], "hostile": [pattern]})
@@ -407,8 +442,9 @@ def test_empty_matching_pattern_is_refused(make_scanner) -> None:
 def test_hostile_pattern_in_a_signature_file_names_file_and_id(tmp_path: Path) -> None:
     from test_signature_loader import entry, write
 
-    path = write(tmp_path / "demo.toml", [entry("demo-one"),
-                                          entry("demo-huge", patterns=["fine", HUGE])])
+    path = write(
+        tmp_path / "demo.toml", [entry("demo-one"), entry("demo-huge", patterns=["fine", HUGE])]
+    )
     # refused when loading (dx.load_signatures compiles) and when compiling a loaded set
     with pytest.raises(dx.SignatureError) as at_load:
         dx.load_signatures([path], builtin=False)
@@ -425,15 +461,21 @@ def test_hostile_pattern_in_a_signature_file_names_file_and_id(tmp_path: Path) -
 
 
 @pytest.mark.timeout(120)
-def test_threads_sharing_one_scanner_match_sequential_scans(make_scanner,
-                                                            tmp_path: Path) -> None:
+def test_threads_sharing_one_scanner_match_sequential_scans(make_scanner, tmp_path: Path) -> None:
     rng = random.Random(11)
     files = []
     for k in range(4):
         p = tmp_path / f"r{k}.log"
-        p.write_bytes(b"".join(
-            LINE if rng.random() < 0.01 else b"SIGKILL %d\n" % i if rng.random() < 0.01
-            else b"step %d\n" % i for i in range(200_000)))
+        p.write_bytes(
+            b"".join(
+                LINE
+                if rng.random() < 0.01
+                else b"SIGKILL %d\n" % i
+                if rng.random() < 0.01
+                else b"step %d\n" % i
+                for i in range(200_000)
+            )
+        )
         files.append(p)
     s = make_scanner(PATS)
     # threads 0-3: a different file each; 4-7: all the same file, concurrently
@@ -459,8 +501,9 @@ def test_threads_sharing_one_scanner_match_sequential_scans(make_scanner,
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mmap", [True, False], ids=["mmap", "read"])
-def test_cancel_from_another_thread_stops_promptly(make_scanner, tmp_path: Path,
-                                                   mmap: bool) -> None:
+def test_cancel_from_another_thread_stops_promptly(
+    make_scanner, tmp_path: Path, mmap: bool
+) -> None:
     p = sparse_log(tmp_path / "huge.log", 16 * GiB)  # a full scan takes many seconds
     s = make_scanner(PATS)
     flag = dx.CancelFlag()
@@ -494,7 +537,8 @@ def test_cancel_from_another_thread_stops_promptly(make_scanner, tmp_path: Path,
 @pytest.mark.parametrize("lines", [True, False], ids=["lines", "one-huge-line"])
 def test_keyboard_interrupt_stops_a_big_scan_cleanly(tmp_path: Path, lines: bool) -> None:
     p = sparse_log(tmp_path / "huge.log", 16 * GiB, lines=lines)
-    proc = run_py(f"""
+    proc = run_py(
+        f"""
         import os, signal, threading, time
         import denpex_fast as dx
         s = dx.Scanner(patterns={{"oom": "CUDA out of memory"}}, cache_dir=False)
@@ -512,7 +556,10 @@ def test_keyboard_interrupt_stops_a_big_scan_cleanly(tmp_path: Path, lines: bool
             print(s.scan_bytes(b"CUDA out of memory\\n").num_rows)
         else:
             print("finished")
-    """, tmp_path, timeout=100)
+    """,
+        tmp_path,
+        timeout=100,
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.split()
     assert out[0] == "interrupted" and float(out[1]) < 1.5, proc.stdout
@@ -574,7 +621,8 @@ def test_descriptors_closed_on_every_path_under_a_low_fd_limit(tmp_path: Path) -
     (bad / "cut.zst").write_bytes(z[: len(z) // 2])
     os.mkfifo(bad / "fifo")
     missing = tmp_path / "missing.log"
-    proc = run_py(f"""
+    proc = run_py(
+        f"""
         import os, resource
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
         import denpex_fast as dx
@@ -589,12 +637,20 @@ def test_descriptors_closed_on_every_path_under_a_low_fd_limit(tmp_path: Path) -
             for _ in zip(range(3), s.iter_batches(paths, threads=2)):
                 pass  # a consumer that stops early
         print("fds", fds, len(os.listdir("/proc/self/fd")))
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Too many open files" not in proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    want = str([("corrupt.gz", "corrupt"), ("cut.zst", "corrupt"), ("fifo", "not-regular"),
-                ("missing.log", "open")])
+    want = str(
+        [
+            ("corrupt.gz", "corrupt"),
+            ("cut.zst", "corrupt"),
+            ("fifo", "not-regular"),
+            ("missing.log", "open"),
+        ]
+    )
     body_rows = 320 + 0  # one match per good file; the damaged ones end before theirs
     for line in lines[:-1]:
         rnd, mmap, rows, rest = line.split(" ", 3)
@@ -619,7 +675,8 @@ def test_flood_across_signatures_and_files_streams_in_bounded_memory(tmp_path: P
             for _ in range(50):
                 f.write(chunk)
         paths.append(str(p))
-    proc = run_py(f"""
+    proc = run_py(
+        f"""
         import denpex_fast as dx
         s = dx.Scanner(patterns={{"w": "NCCL WARN", "f": "WARN flood", "e": "flood$"}},
                        cache_dir=False, max_rows_per_signature=1000)
@@ -632,7 +689,9 @@ def test_flood_across_signatures_and_files_streams_in_bounded_memory(tmp_path: P
                               batch.column("signature").to_pylist()):
                 per[(f, sig)] = per.get((f, sig), 0) + 1
         print(rows, len(per), set(per.values()), (hwm() - before) * 1024)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     rows, groups, *rest = proc.stdout.split(maxsplit=2)
     per_values, grown = rest[0].rsplit(" ", 1)

@@ -43,8 +43,10 @@ def _body(n_lines: int = 60_000, seed: int = 1) -> bytes:
         if i % 97 == 0:
             out.append(b"[rank1]: RuntimeError: CUDA out of memory. marker %d\n" % i)
         else:
-            out.append(b"step %d loss %s id %s\n" % (i, str(rng.random()).encode(),
-                                                     rng.randbytes(12).hex().encode()))
+            out.append(
+                b"step %d loss %s id %s\n"
+                % (i, str(rng.random()).encode(), rng.randbytes(12).hex().encode())
+            )
     return b"".join(out)
 
 
@@ -79,9 +81,19 @@ def _decoded_prefix(codec: str, blob: bytes) -> int:
 def _cases() -> list[tuple[str, str]]:
     out = []
     for codec in ("gzip", "zstd"):
-        for what in ("truncated-third", "truncated-two-thirds", "truncated-last-byte",
-                     "flip-header", "flip-10pc", "flip-50pc", "flip-90pc", "flip-trailer",
-                     "wrong-magic", "empty", "header-only"):
+        for what in (
+            "truncated-third",
+            "truncated-two-thirds",
+            "truncated-last-byte",
+            "flip-header",
+            "flip-10pc",
+            "flip-50pc",
+            "flip-90pc",
+            "flip-trailer",
+            "wrong-magic",
+            "empty",
+            "header-only",
+        ):
             out.append((codec, what))
     return out
 
@@ -92,12 +104,20 @@ def _damaged(codec: str, what: str) -> tuple[bytes, int | None]:
     n = len(blob)
     header = 10 if codec == "gzip" else 6
     if what.startswith("truncated"):
-        cut = {"truncated-third": n // 3, "truncated-two-thirds": 2 * n // 3,
-               "truncated-last-byte": n - 1}[what]
+        cut = {
+            "truncated-third": n // 3,
+            "truncated-two-thirds": 2 * n // 3,
+            "truncated-last-byte": n - 1,
+        }[what]
         return blob[:cut], cut
     if what.startswith("flip"):
-        off = {"flip-header": 4 if codec == "zstd" else 3, "flip-10pc": n // 10,
-               "flip-50pc": n // 2, "flip-90pc": 9 * n // 10, "flip-trailer": n - 3}[what]
+        off = {
+            "flip-header": 4 if codec == "zstd" else 3,
+            "flip-10pc": n // 10,
+            "flip-50pc": n // 2,
+            "flip-90pc": 9 * n // 10,
+            "flip-trailer": n - 3,
+        }[what]
         b = bytearray(blob)
         b[off] ^= 0x08
         return bytes(b), off
@@ -122,7 +142,7 @@ def _must_keep(codec: str, data: bytes, off: int | None) -> set[int]:
     if off is None or off == 0:
         return set()
     good = _compress(codec, BODY)
-    upto = _decoded_prefix(codec, good[:max(0, off - RAW_FEED - 1)])
+    upto = _decoded_prefix(codec, good[: max(0, off - RAW_FEED - 1)])
     keep = set()
     pos = 0
     for line in BODY.splitlines(keepends=True):
@@ -149,7 +169,8 @@ def scanner(tmp_path_factory: pytest.TempPathFactory) -> Scanner:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("codec,what", _cases(), ids=[f"{c}-{w}" for c, w in _cases()])
 def test_damaged_stream_is_a_corrupt_error_with_rows_before_kept(
-        scanner: Scanner, tmp_path: Path, codec: str, what: str) -> None:
+    scanner: Scanner, tmp_path: Path, codec: str, what: str
+) -> None:
     data, off = _damaged(codec, what)
     bad = tmp_path / f"rank1{_suffix(codec)}"
     bad.write_bytes(data)
@@ -176,8 +197,9 @@ def test_damaged_stream_is_a_corrupt_error_with_rows_before_kept(
     assert keep <= set(r.table.column("offset").to_pylist())
 
     # denpex scan: the good file's match is printed, exit 2 for the damaged file
-    cli = CliRunner().invoke(cli_main, ["scan", str(bad), str(good), "-e",
-                                        "oom=CUDA out of memory"])
+    cli = CliRunner().invoke(
+        cli_main, ["scan", str(bad), str(good), "-e", "oom=CUDA out of memory"]
+    )
     assert cli.exit_code == (2 if want else 0), cli.output
     assert f"{good}:2:oom:" in cli.stdout
     if want:
@@ -199,9 +221,12 @@ def test_issue_reproduction_bit_flipped_zstd_at_one_megabyte(tmp_path: Path) -> 
     # does), one bit flipped at byte 1,000,000: the damage surfaces in the
     # end-of-frame drain (the checksum no longer matches)
     rng = random.Random(2)
-    body = b"".join(b"[rank1]: RuntimeError: CUDA out of memory. marker %d\n" % i if i % 997 == 0
-                    else b"[rank1] step %d loss %s\n" % (i, str(round(rng.random(), 4)).encode())
-                    for i in range(300_000))
+    body = b"".join(
+        b"[rank1]: RuntimeError: CUDA out of memory. marker %d\n" % i
+        if i % 997 == 0
+        else b"[rank1] step %d loss %s\n" % (i, str(round(rng.random(), 4)).encode())
+        for i in range(300_000)
+    )
     blob = bytearray(zstd.compress(body, options={zstd.CompressionParameter.checksum_flag: 1}))
     assert 1_000_000 < len(blob) < 1_000_000 + (1 << 20)
     blob[1_000_000] ^= 0x01
@@ -209,8 +234,9 @@ def test_issue_reproduction_bit_flipped_zstd_at_one_megabyte(tmp_path: Path) -> 
     bad.write_bytes(bytes(blob))
     good = tmp_path / "good.log"
     good.write_bytes(GOOD)
-    cli = CliRunner().invoke(cli_main, ["scan", str(bad), str(good), "-e",
-                                        "oom=CUDA out of memory", "--json"])
+    cli = CliRunner().invoke(
+        cli_main, ["scan", str(bad), str(good), "-e", "oom=CUDA out of memory", "--json"]
+    )
     assert cli.exit_code == 2, cli.output
     lines = [json.loads(x) for x in cli.stdout.splitlines()]
     summary = lines[-1]["data"]
@@ -223,7 +249,8 @@ def test_issue_reproduction_bit_flipped_zstd_at_one_megabyte(tmp_path: Path) -> 
 
 @pytest.mark.timeout(300)
 def test_index_keeps_the_other_files_of_a_job_with_a_damaged_stream(
-        scanner: Scanner, tmp_path: Path) -> None:
+    scanner: Scanner, tmp_path: Path
+) -> None:
     root = tmp_path / "root"
     expect: dict[tuple[str, str], str | None] = {}
     for codec, what in _cases():
@@ -239,8 +266,9 @@ def test_index_keeps_the_other_files_of_a_job_with_a_damaged_stream(
                 info = tarfile.TarInfo(name)
                 info.size = len(blob)
                 tf.addfile(info, io.BytesIO(blob))
-        expect[(f"tar-{codec}-{what}", f"tar-{codec}-{what}.tar")] = \
-            _expected_kind(codec, what, data)
+        expect[(f"tar-{codec}-{what}", f"tar-{codec}-{what}.tar")] = _expected_kind(
+            codec, what, data
+        )
     out = tmp_path / "index"
     summary = build_index(str(root), str(out), scanner=scanner, threads=2)
     assert summary.ok, [r.error for r in summary.reports if r.error]
@@ -252,8 +280,9 @@ def test_index_keeps_the_other_files_of_a_job_with_a_damaged_stream(
         assert row["status"] == ("error" if kind else "ok"), (key, row)
         if kind:
             assert f"{kind}:" in row["error"]
-    good = ix.sql("select job, count(*) as n from matches where file like '%rank0.log' "
-                  "group by job")
+    good = ix.sql(
+        "select job, count(*) as n from matches where file like '%rank0.log' group by job"
+    )
     assert dict(zip(*good.to_pydict().values())) == {job: 1 for job, _ in expect}
 
 
@@ -261,8 +290,9 @@ def test_index_keeps_the_other_files_of_a_job_with_a_damaged_stream(
 
 
 def _tar_with(path: Path, members: dict[bytes, bytes]) -> None:
-    with tarfile.open(path, "w", format=tarfile.GNU_FORMAT, encoding="utf-8",
-                      errors="surrogateescape") as tf:
+    with tarfile.open(
+        path, "w", format=tarfile.GNU_FORMAT, encoding="utf-8", errors="surrogateescape"
+    ) as tf:
         for name, blob in members.items():
             info = tarfile.TarInfo(os.fsdecode(name))
             info.size = len(blob)
@@ -285,17 +315,27 @@ def test_names_that_are_not_utf8_cost_no_job(scanner: Scanner, tmp_path: Path) -
         f.write(GOOD)
 
     out = tmp_path / "index"
-    cli = CliRunner().invoke(cli_main, ["index", str(root), "-o", str(out), "-q",
-                                        "-e", "oom=CUDA out of memory"])
+    cli = CliRunner().invoke(
+        cli_main, ["index", str(root), "-o", str(out), "-q", "-e", "oom=CUDA out of memory"]
+    )
     assert cli.exit_code == 0, cli.output
     ix = dx.open_index(str(out))
     assert ix.jobs() == ["job-\\xff", "job-a", "job-b"]
     man = {(r["job"], r["path"]): r["status"] for r in ix.manifest().to_pylist()}
-    assert man == {("job-a", "bad\\xff\\x01.log"): "ok", ("job-a", "ok.log"): "ok",
-                   ("job-b", "job-b.tar"): "ok", ("job-\\xff", "rank0.log"): "ok"}
+    assert man == {
+        ("job-a", "bad\\xff\\x01.log"): "ok",
+        ("job-a", "ok.log"): "ok",
+        ("job-b", "job-b.tar"): "ok",
+        ("job-\\xff", "rank0.log"): "ok",
+    }
     files = set(ix.sql("select distinct file from matches").column("file").to_pylist())
-    assert files == {"bad\\xff\\x01.log", "ok.log", "job-b.tar::ok.log",
-                     "job-b.tar::m\\xfe\\xff.log", "rank0.log"}
+    assert files == {
+        "bad\\xff\\x01.log",
+        "ok.log",
+        "job-b.tar::ok.log",
+        "job-b.tar::m\\xfe\\xff.log",
+        "rank0.log",
+    }
     # the escaped name gives the raw bytes back, and they open the file
     assert path_from_display("bad\\xff\\x01.log") == b"bad\xff\x01.log"
     assert os.path.exists(os.path.join(os.fsencode(job), path_from_display("bad\\xff\\x01.log")))
@@ -314,11 +354,12 @@ def _binaries(d: Path) -> dict[str, Path]:
     line = b"\n[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     elf = d / "libfoo.so"
     data = bytearray(Path(shutil.which("ls") or "/bin/ls").read_bytes()[:200_000])
-    data[50_000:50_000 + len(line)] = line
+    data[50_000 : 50_000 + len(line)] = line
     elf.write_bytes(bytes(data))
     png = d / "loss.png"
-    png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(random.Random(3).randbytes(4000))
-                    + line)
+    png.write_bytes(
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(random.Random(3).randbytes(4000)) + line
+    )
     obj = d / "python.o"  # NULs scattered in the first block, no known magic
     obj.write_bytes(b"".join(b"sym%d\x00\x00\x01\x00" % i for i in range(600)) + line)
     gz = d / "core.bin.gz"  # a compressed binary: decided on its first decoded block
@@ -332,7 +373,8 @@ def _binaries(d: Path) -> dict[str, Path]:
 
 @pytest.mark.timeout(120)
 def test_binary_files_are_skipped_counted_and_scanned_on_request(
-        scanner: Scanner, tmp_path: Path) -> None:
+    scanner: Scanner, tmp_path: Path
+) -> None:
     f = _binaries(tmp_path)
     res = scanner.run([tmp_path], errors="collect")
     assert res.ok
@@ -341,20 +383,24 @@ def test_binary_files_are_skipped_counted_and_scanned_on_request(
     assert all(e.kind == "binary" for e in skipped.values())
     assert "ELF" in skipped[str(f["elf"])].message and "PNG" in skipped[str(f["png"])].message
     assert res.stats["skipped"] == 4 and res.stats["files"] == 2
-    assert set(res.table.column("file").cast("string").to_pylist()) == \
-        {str(f["hole"]), str(f["rotated"])}
+    assert set(res.table.column("file").cast("string").to_pylist()) == {
+        str(f["hole"]),
+        str(f["rotated"]),
+    }
     every = scanner.run([tmp_path], errors="collect", binary=True)
     assert not every.skipped and every.stats["skipped"] == 0
-    assert set(every.table.column("file").cast("string").to_pylist()) == \
-        {str(p) for p in f.values()}
+    assert set(every.table.column("file").cast("string").to_pylist()) == {
+        str(p) for p in f.values()
+    }
     # a binary stream (an archive member) is skipped the same way
     r = scanner.scan_stream(io.BytesIO(f["elf"].read_bytes()), "x.tar::libfoo.so")
     assert r.table.num_rows == 0 and [e.kind for e in r.skipped] == ["binary"]
     assert scanner.scan_stream(io.BytesIO(f["elf"].read_bytes()), "m", binary=True).table.num_rows
 
     runner = CliRunner()
-    cli = runner.invoke(cli_main, ["scan", str(tmp_path), "-e", "oom=CUDA out of memory",
-                                   "--stats"])
+    cli = runner.invoke(
+        cli_main, ["scan", str(tmp_path), "-e", "oom=CUDA out of memory", "--stats"]
+    )
     assert cli.exit_code == 0, cli.output
     assert str(f["elf"]) not in cli.stdout and str(f["hole"]) in cli.stdout
     assert "4 binary files skipped" in cli.stderr
@@ -362,8 +408,9 @@ def test_binary_files_are_skipped_counted_and_scanned_on_request(
     summary = json.loads(js.stdout.splitlines()[-1])["data"]
     assert summary["stats"]["skipped"] == 4 and len(summary["skipped"]) == 4
     assert summary["errors"] == []
-    allb = runner.invoke(cli_main, ["scan", str(tmp_path), "-e", "oom=CUDA out of memory",
-                                    "--binary"])
+    allb = runner.invoke(
+        cli_main, ["scan", str(tmp_path), "-e", "oom=CUDA out of memory", "--binary"]
+    )
     assert str(f["elf"]) in allb.stdout and str(f["png"]) in allb.stdout
 
     # the index: a 'skipped' manifest row, not an error; --binary scans them
@@ -384,22 +431,24 @@ def test_binary_files_are_skipped_counted_and_scanned_on_request(
     diag = dx.open_index(str(out)).diagnosis().to_pylist()
     assert all(r["n_file_errors"] == 0 for r in diag)
     out2 = root.parent / (root.name + "-index-binary")
-    assert build_index(str(root), str(out2), scanner=scanner,
-                       options=IndexOptions(binary=True)).ok
+    assert build_index(str(root), str(out2), scanner=scanner, options=IndexOptions(binary=True)).ok
     files = set(dx.open_index(str(out2)).matches().column("file").to_pylist())
     assert {"libfoo.so", "arch.tar::libfoo.so"} <= files
 
 
-@pytest.mark.parametrize("head,binary", [
-    (b"INFO step 1\n" * 100, False),
-    (b"INFO a C string\x00 printed raw\n" * 7, False),            # a few stray NULs
-    (b"INFO step 1\n" + b"\x00" * 5000 + b"INFO step 2\n", False),  # a crash hole
-    (b"\x00" * 9000, False),                                       # only a hole so far
-    (b"BZh is how the line starts\n", False),
-    (b"BZh91AY&SY" + bytes(range(256)), True),
-    (b"\x7fELF\x02\x01\x01", True),
-    (b"ab\x00\x01cd\x00\x00" * 4, True),
-])
+@pytest.mark.parametrize(
+    "head,binary",
+    [
+        (b"INFO step 1\n" * 100, False),
+        (b"INFO a C string\x00 printed raw\n" * 7, False),  # a few stray NULs
+        (b"INFO step 1\n" + b"\x00" * 5000 + b"INFO step 2\n", False),  # a crash hole
+        (b"\x00" * 9000, False),  # only a hole so far
+        (b"BZh is how the line starts\n", False),
+        (b"BZh91AY&SY" + bytes(range(256)), True),
+        (b"\x7fELF\x02\x01\x01", True),
+        (b"ab\x00\x01cd\x00\x00" * 4, True),
+    ],
+)
 def test_binary_reason(head: bytes, binary: bool) -> None:
     assert (sources.binary_reason(head) is not None) is binary
 
@@ -427,8 +476,11 @@ def test_diagnose_python_config_directory_gives_no_failure_from_binaries() -> No
     d = dx.diagnose(dirs[0])
     if d.initiating is not None:
         assert not d.initiating.file.endswith((".a", ".o", ".so")), d.initiating
-    assert not (d.verdict == "failure" and d.initiating is not None
-                and not d.initiating.file.endswith(("Makefile", ".c", ".py", "Setup")))
+    assert not (
+        d.verdict == "failure"
+        and d.initiating is not None
+        and not d.initiating.file.endswith(("Makefile", ".c", ".py", "Setup"))
+    )
 
 
 # ------------------------------------------------------- 4. safe SQL over the index
@@ -443,22 +495,26 @@ def small_index(tmp_path_factory: pytest.TempPathFactory, scanner: Scanner) -> P
     return tmp / "index"
 
 
-@pytest.mark.parametrize("sql", [
-    "select * from read_csv('/etc/passwd')",
-    "select * from read_text('/etc/passwd')",
-    "select * from '/etc/passwd'",
-    "select * from glob('/etc/*')",
-    "COPY (select 1 as x) TO '{out}/evil.csv'",
-    "COPY (select * from matches) TO '{index}/matches/evil.parquet'",
-    "ATTACH '{out}/evil.db' AS evil",
-    "EXPORT DATABASE '{out}/export'",
-    "INSTALL httpfs",
-    "LOAD httpfs",
-    "SET enable_external_access = true",
-    "select * from read_parquet('https://example.invalid/x.parquet')",
-])
-def test_index_sql_is_refused_outside_the_views(small_index: Path, tmp_path: Path,
-                                                 sql: str) -> None:
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from read_csv('/etc/passwd')",
+        "select * from read_text('/etc/passwd')",
+        "select * from '/etc/passwd'",
+        "select * from glob('/etc/*')",
+        "COPY (select 1 as x) TO '{out}/evil.csv'",
+        "COPY (select * from matches) TO '{index}/matches/evil.parquet'",
+        "ATTACH '{out}/evil.db' AS evil",
+        "EXPORT DATABASE '{out}/export'",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "select * from read_parquet('https://example.invalid/x.parquet')",
+    ],
+)
+def test_index_sql_is_refused_outside_the_views(
+    small_index: Path, tmp_path: Path, sql: str
+) -> None:
     import duckdb
 
     q = sql.format(out=tmp_path, index=small_index)
@@ -471,19 +527,26 @@ def test_index_sql_is_refused_outside_the_views(small_index: Path, tmp_path: Pat
     assert cli.exit_code == 2 and "Traceback" not in cli.output
 
 
-def test_index_sql_sees_its_views_and_unsafe_lifts_the_limits(small_index: Path,
-                                                              tmp_path: Path) -> None:
+def test_index_sql_sees_its_views_and_unsafe_lifts_the_limits(
+    small_index: Path, tmp_path: Path
+) -> None:
     ix = dx.open_index(str(small_index))
     assert ix.sql("select count(*) as n from matches").column("n")[0].as_py() == 1
     assert ix.sql("select job from diagnosis").column("job").to_pylist() == ["job"]
     assert ix.sql("select status from manifest").column("status").to_pylist() == ["ok"]
     unsafe = dx.open_index(str(small_index), unsafe=True)
-    assert unsafe.sql("select count(*) as n from read_csv('/etc/passwd', header=false, "
-                      "sep='\\t')").column("n")[0].as_py() > 0
+    assert (
+        unsafe.sql("select count(*) as n from read_csv('/etc/passwd', header=false, sep='\\t')")
+        .column("n")[0]
+        .as_py()
+        > 0
+    )
     out = tmp_path / "m.csv"
     runner = CliRunner()
-    cli = runner.invoke(cli_main, ["query", str(small_index), "--unsafe",
-                                   f"COPY (select file from matches) TO '{out}'"])
+    cli = runner.invoke(
+        cli_main,
+        ["query", str(small_index), "--unsafe", f"COPY (select file from matches) TO '{out}'"],
+    )
     assert cli.exit_code == 0, cli.output
     assert out.read_text().splitlines() == ["file", "rank0.log"]
     helptext = " ".join(runner.invoke(cli_main, ["query", "--help"]).output.split())
@@ -501,8 +564,9 @@ def test_default_decompression_bound_is_64_gib() -> None:
 
 
 @pytest.mark.timeout(120)
-def test_default_decompression_bound_applies_everywhere(scanner: Scanner, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_decompression_bound_applies_everywhere(
+    scanner: Scanner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sources, "DEFAULT_MAX_DECOMPRESSED", 1 * MiB)
     blob = gzip.compress(BODY)
     assert len(BODY) > 3 * MiB

@@ -17,7 +17,9 @@ import denpex_fast as dx
 from denpex_fast.timeline import lanes, text_timeline, to_html
 
 SAMPLE = Path(dx.__file__).parent / "samples" / "sample_job"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+CHROMIUM = (
+    shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+)
 
 
 def _browser() -> str:
@@ -29,10 +31,21 @@ def _browser() -> str:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([_browser(), "--headless=new", "--no-sandbox", "--disable-gpu",
-                           "--no-first-run", "--disable-background-networking",
-                           "--disable-component-update", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            _browser(),
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_html_is_self_contained() -> None:
@@ -61,10 +74,12 @@ def test_html_in_headless_chromium(tmp_path: Path) -> None:
     ranks = re.findall(r'<g class="lane" data-rank="(\d+)"', dom.stdout)
     assert sorted(map(int, ranks)) == sorted(ln.rank for ln in lanes(d)) and len(ranks) >= 4
     assert dom.stdout.count('class="mark initiating"') == 1
-    assert "mat1 and mat2 shapes cannot be multiplied" in dom.stdout   # the hover text of the mark
+    assert "mat1 and mat2 shapes cannot be multiplied" in dom.stdout  # the hover text of the mark
     shots = Path(os.environ.get("DENPEX_ARTIFACTS") or tempfile.mkdtemp(prefix="denpex-html-"))
     shots.mkdir(parents=True, exist_ok=True)
     png = shots / "sample_job_report.png"
     shot = _run("--window-size=1400,1000", f"--screenshot={png}", page.as_uri())
-    assert shot.returncode == 0 and png.is_file() and png.stat().st_size > 10_000, shot.stderr[-2000:]
+    assert shot.returncode == 0 and png.is_file() and png.stat().st_size > 10_000, shot.stderr[
+        -2000:
+    ]
     print(f"screenshot: {png}")

@@ -52,26 +52,41 @@ def test_index_layout_labels_and_manifest(archive: Path, tmp_path: Path, scanner
     for name in ("matches", "diagnosis", "rank_fates", "manifest"):
         assert (out / name).is_dir()
     assert {p.name for p in (out / "diagnosis").iterdir()} == {
-        "job=job-a", "job=job-b", "job=job-c", "job=healthy"}
+        "job=job-a",
+        "job=job-b",
+        "job=job-c",
+        "job=healthy",
+    }
     ix = open_index(str(out))
-    files = set(zip(ix.matches().column("job").to_pylist(), ix.matches().column("file").to_pylist()))
+    files = set(
+        zip(ix.matches().column("job").to_pylist(), ix.matches().column("file").to_pylist())
+    )
     assert ("job-a", "node0/rank0.log") in files
     assert ("job-a", "node1/rank1.log.gz") in files
     assert ("job-c", "job-c.tar.gz::logs/rank0.log") in files
     assert ("job-c", "job-c.tar.gz::logs/rank1.log.gz") in files  # compressed member
     man = {(r["job"], r["path"]): r for r in ix.manifest().to_pylist()}
-    assert set(man) == {("job-a", "node0/rank0.log"), ("job-a", "node1/rank1.log.gz"),
-                        ("job-a", "launcher.log.zst"), ("job-b", "console.log"),
-                        ("job-c", "job-c.tar.gz"), ("healthy", "rank0.log")}
+    assert set(man) == {
+        ("job-a", "node0/rank0.log"),
+        ("job-a", "node1/rank1.log.gz"),
+        ("job-a", "launcher.log.zst"),
+        ("job-b", "console.log"),
+        ("job-c", "job-c.tar.gz"),
+        ("healthy", "rank0.log"),
+    }
     for r in man.values():
         assert r["status"] == "ok" and r["error"] is None
         assert r["hash"].split(":")[0] in ("xxh3_128", "blake2b")
-    assert man[("job-b", "console.log")]["size"] == (archive / "job-b" / "console.log").stat().st_size
+    assert (
+        man[("job-b", "console.log")]["size"] == (archive / "job-b" / "console.log").stat().st_size
+    )
     diag = {r["job"]: r for r in ix.diagnosis().to_pylist()}
     assert diag["job-a"]["n_files"] == 3 and diag["job-a"]["n_matches"] > 0
     assert diag["job-b"]["initiating_signature"] is not None
     # 50 step lines and no completion line: progress context only, and no all-clear
-    assert diag["healthy"]["initiating_signature"] is None and diag["healthy"]["verdict"] == "stopped"
+    assert (
+        diag["healthy"]["initiating_signature"] is None and diag["healthy"]["verdict"] == "stopped"
+    )
     assert not (out / ".tmp").exists() and not (out / ".trash").exists()
 
 
@@ -93,18 +108,24 @@ def test_changed_file_rescans_only_its_job(archive: Path, tmp_path: Path, scanne
     target.write_bytes(target.read_bytes() + OOM)
     summary = _index(archive, out, scanner)
     status = {r.job: r.status for r in summary.reports}
-    assert status == {"job-a": "unchanged", "job-b": "indexed", "job-c": "unchanged",
-                      "healthy": "unchanged"}
+    assert status == {
+        "job-a": "unchanged",
+        "job-b": "indexed",
+        "job-c": "unchanged",
+        "healthy": "unchanged",
+    }
     second = comparable(open_index(str(out)))
     for name in ("matches", "rank_fates"):
-        assert [r for r in first[name] if r["job"] != "job-b"] == \
-            [r for r in second[name] if r["job"] != "job-b"]
+        assert [r for r in first[name] if r["job"] != "job-b"] == [
+            r for r in second[name] if r["job"] != "job-b"
+        ]
     man = {r["path"]: r for r in second["manifest"] if r["job"] == "job-b"}
     assert man["console.log"]["size"] == target.stat().st_size
 
 
-def test_touched_file_same_content_is_not_rescanned(archive: Path, tmp_path: Path,
-                                                    scanner: Scanner) -> None:
+def test_touched_file_same_content_is_not_rescanned(
+    archive: Path, tmp_path: Path, scanner: Scanner
+) -> None:
     out = tmp_path / "index"
     _index(archive, out, scanner)
     p = archive / "healthy" / "rank0.log"
@@ -119,7 +140,8 @@ def test_touched_file_same_content_is_not_rescanned(archive: Path, tmp_path: Pat
     assert _index(archive, out, scanner).count("unchanged") == 4
     opts = IndexOptions(checksum=True)
     assert {r.job: r.status for r in _index(archive, out, scanner, options=opts).reports}[
-        "healthy"] == "indexed"
+        "healthy"
+    ] == "indexed"
 
 
 def test_new_and_removed_jobs(archive: Path, tmp_path: Path, scanner: Scanner) -> None:
@@ -137,8 +159,9 @@ def test_new_and_removed_jobs(archive: Path, tmp_path: Path, scanner: Scanner) -
     assert "job-c" not in ix.jobs() and "job-c" not in jobs_in(ix.matches())
 
 
-def test_corrupt_gzip_recorded_rest_of_job_indexed(archive: Path, tmp_path: Path,
-                                                   scanner: Scanner) -> None:
+def test_corrupt_gzip_recorded_rest_of_job_indexed(
+    archive: Path, tmp_path: Path, scanner: Scanner
+) -> None:
     good = gzip.compress(FILLER + OOM + FILLER * 200)
     (archive / "job-a" / "broken.log.gz").write_bytes(good[: len(good) // 2])
     (archive / "job-a" / "garbage.log.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\xff" * 300)
@@ -164,8 +187,12 @@ def test_corrupt_gzip_recorded_rest_of_job_indexed(archive: Path, tmp_path: Path
 def test_tar_member_names_are_only_labels(tmp_path: Path, scanner: Scanner) -> None:
     root = tmp_path / "root" / "archive"
     root.mkdir(parents=True)
-    evil = {"../../escaped.log": OOM, "/tmp/denpex-absolute-member.log": OOM,
-            "ok/../../../up.log": OOM, "fine.log": OOM}
+    evil = {
+        "../../escaped.log": OOM,
+        "/tmp/denpex-absolute-member.log": OOM,
+        "ok/../../../up.log": OOM,
+        "fine.log": OOM,
+    }
     (root / "job-x.tar").write_bytes(tar_bytes(evil, compress=False))
     (root / "job-y").mkdir()
     (root / "job-y" / "logs.tgz").write_bytes(tar_bytes(evil))
@@ -203,8 +230,12 @@ def test_job_glob_and_regex(tmp_path: Path) -> None:
     (root / "2025" / "slurm-14.tar.gz").write_bytes(tar_bytes({"r.log": OOM}))
     assert [j.name for j in discover_jobs(str(root))] == ["2024", "2025"]
     jobs = discover_jobs(str(root), job_glob="*/slurm-*")
-    assert [j.name for j in jobs] == ["2024/slurm-11", "2024/slurm-12", "2025/slurm-13",
-                                      "2025/slurm-14"]
+    assert [j.name for j in jobs] == [
+        "2024/slurm-11",
+        "2024/slurm-12",
+        "2025/slurm-13",
+        "2025/slurm-14",
+    ]
     assert [f.rel for f in jobs[0].files] == ["n0/r.log"]
     jobs = discover_jobs(str(root), job_regex=r"\d{4}/slurm-(?P<job>\d+)")
     assert [j.name for j in jobs] == ["11", "12", "13", "14"]
@@ -234,13 +265,19 @@ def test_memory_input_and_output(scanner: Scanner) -> None:
         assert summary.ok and summary.count("indexed") == 3
         assert fs.exists("/mem-out/matches/job=j1")
         ix = open_index("memory://mem-out")
-        files = set(zip(ix.matches().column("job").to_pylist(),
-                        ix.matches().column("file").to_pylist()))
-        assert files == {("j1", "node0/rank0.log"), ("j2", "rank1.log.gz"),
-                         ("j3", "j3.tar.gz::logs/r.log")}
+        files = set(
+            zip(ix.matches().column("job").to_pylist(), ix.matches().column("file").to_pylist())
+        )
+        assert files == {
+            ("j1", "node0/rank0.log"),
+            ("j2", "rank1.log.gz"),
+            ("j3", "j3.tar.gz::logs/r.log"),
+        }
         assert all(r["status"] == "ok" for r in ix.manifest().to_pylist())
-        assert build_index("memory://mem-in", "memory://mem-out",
-                           scanner=scanner).count("unchanged") == 3
+        assert (
+            build_index("memory://mem-in", "memory://mem-out", scanner=scanner).count("unchanged")
+            == 3
+        )
         fs.pipe("/mem-in/j2/rank1.log.gz", gzip.compress(OOM))
         again = build_index("memory://mem-in", "memory://mem-out", scanner=scanner)
         assert {r.job: r.status for r in again.reports}["j2"] == "indexed"
@@ -263,11 +300,14 @@ def test_process_pool_index_equals_thread_index(tmp_path: Path, scanner: Scanner
     assert not (by_procs / ".tmp").exists() and not (by_procs / ".trash").exists()
     assert not any((by_procs / ".pending").iterdir())
     # incremental: unchanged jobs are settled without starting a worker
-    assert build_index(str(root), str(by_procs), scanner=scanner,
-                       processes=2).count("unchanged") == 8
+    assert (
+        build_index(str(root), str(by_procs), scanner=scanner, processes=2).count("unchanged") == 8
+    )
     (root / "job-b" / "console.log").write_bytes(FILLER + OOM)
     again = build_index(str(root), str(by_procs), scanner=scanner, processes=2)
-    assert {r.job: r.status for r in again.reports if r.status != "unchanged"} == {"job-b": "indexed"}
+    assert {r.job: r.status for r in again.reports if r.status != "unchanged"} == {
+        "job-b": "indexed"
+    }
     assert build_index(str(root), str(by_threads), scanner=scanner, threads=2).count("indexed") == 1
     assert comparable(open_index(str(by_procs))) == comparable(open_index(str(by_threads)))
     with pytest.raises(ValueError, match="not two"):
@@ -330,8 +370,9 @@ def _child_env() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("kill_at", [1, 2, 7, 14])
-def test_sigkill_mid_commit_then_rerun_is_complete(tmp_path: Path, scanner: Scanner,
-                                                   kill_at: int) -> None:
+def test_sigkill_mid_commit_then_rerun_is_complete(
+    tmp_path: Path, scanner: Scanner, kill_at: int
+) -> None:
     root = tmp_path / "archive"
     root.mkdir()
     make_archive(root, n_extra=6)
@@ -340,9 +381,13 @@ def test_sigkill_mid_commit_then_rerun_is_complete(tmp_path: Path, scanner: Scan
     out = tmp_path / "index"
     script = tmp_path / "child.py"
     script.write_text(CHILD)
-    proc = subprocess.run([sys.executable, str(script), str(root), str(out),
-                           str(tmp_path / "cache"), str(kill_at)], env=_child_env(),
-                          cwd=tmp_path, capture_output=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(root), str(out), str(tmp_path / "cache"), str(kill_at)],
+        env=_child_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=300,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
     assert (out / ".pending").is_dir() and any((out / ".pending").iterdir())
     summary = build_index(str(root), str(out), scanner=scanner, threads=2)
@@ -357,12 +402,17 @@ def test_sigkill_at_a_random_moment(tmp_path: Path, scanner: Scanner) -> None:
     root.mkdir()
     make_archive(root, n_extra=40)
     out = tmp_path / "index"
-    code = ("import sys; from denpex_fast.batch.build import build_index; "
-            "from denpex_fast.engine.scanner import Scanner; "
-            "build_index(sys.argv[1], sys.argv[2], scanner=Scanner(cache_dir=sys.argv[3]), "
-            "threads=2)")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(root), str(out),
-                             str(tmp_path / "cache")], env=_child_env(), cwd=tmp_path)
+    code = (
+        "import sys; from denpex_fast.batch.build import build_index; "
+        "from denpex_fast.engine.scanner import Scanner; "
+        "build_index(sys.argv[1], sys.argv[2], scanner=Scanner(cache_dir=sys.argv[3]), "
+        "threads=2)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(root), str(out), str(tmp_path / "cache")],
+        env=_child_env(),
+        cwd=tmp_path,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         d = out / "diagnosis"
@@ -387,8 +437,9 @@ def test_cli_index(archive: Path, tmp_path: Path) -> None:
     assert "4 indexed" in res.output
     res = runner.invoke(main, ["index", str(archive), "-o", str(out), "-q"])
     assert res.exit_code == 0 and res.output == ""
-    res = runner.invoke(main, ["index", str(archive), "-o", str(out), "--job-glob", "*",
-                               "--job-regex", "x"])
+    res = runner.invoke(
+        main, ["index", str(archive), "-o", str(out), "--job-glob", "*", "--job-regex", "x"]
+    )
     assert res.exit_code == 2
     res = runner.invoke(main, ["index", str(archive), "-o", str(out), "-j", "2", "-p", "2"])
     assert res.exit_code == 2 and "not two" in res.output

@@ -34,14 +34,17 @@ def test_a_second_writer_stops_naming_the_first(tmp_path: Path, scanner: Scanner
             build_index(str(root), str(tmp_path / "idx"), scanner=scanner, threads=1)
         t0 = time.monotonic()
         with pytest.raises(IndexLockedError):
-            build_index(str(root), str(tmp_path / "idx"), scanner=scanner, threads=1,
-                        lock_timeout=0.6)
+            build_index(
+                str(root), str(tmp_path / "idx"), scanner=scanner, threads=1, lock_timeout=0.6
+            )
         assert time.monotonic() - t0 >= 0.5  # it waited before giving up
     # released: the run goes through
     assert build_index(str(root), str(tmp_path / "idx"), scanner=scanner, threads=1).ok
 
 
-def test_two_concurrent_cli_writers_never_damage_the_index(tmp_path: Path, scanner: Scanner) -> None:
+def test_two_concurrent_cli_writers_never_damage_the_index(
+    tmp_path: Path, scanner: Scanner
+) -> None:
     root = tmp_path / "archive"
     root.mkdir()
     make_archive(root, n_extra=6)
@@ -115,8 +118,18 @@ def test_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
     root = tmp_path / "archive"
     root.mkdir()
     make_archive(root, n_extra=40)
-    cmd = [sys.executable, "-m", "denpex_fast", "index", str(root), "-o", str(tmp_path / "idx"),
-           "-q", "-p", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "denpex_fast",
+        "index",
+        str(root),
+        "-o",
+        str(tmp_path / "idx"),
+        "-q",
+        "-p",
+        "2",
+    ]
     parent = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.DEVNULL)
     workers: list[int] = []
     deadline = time.monotonic() + 60

@@ -46,8 +46,13 @@ def test_only_io_opens_the_logs(name: str) -> None:
         pytest.fail(f"corpus case {name} is missing")
     case = str(matches[0]) + "/"
     logs = sorted(str(p) for p in Path(case).rglob("*") if p.is_file() and p.name != "truth.json")
-    out = subprocess.run([sys.executable, "-c", CHILD, case, *logs], capture_output=True,
-                         text=True, timeout=300, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, case, *logs],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     report = json.loads(out.stdout.strip().splitlines()[-1])
     opens: dict[str, list[str]] = report["opens"]
     assert len(opens) == len(logs)  # every input was read

@@ -41,7 +41,7 @@ def test_a_parse_is_reused_and_an_edit_is_seen(cache: Path, tmp_path: Path) -> N
     assert signatures.load_file(f)[0].title == "Scratch disk full"
     entries = list(cache.glob("*.pkl"))
     assert len(entries) == 1
-    assert signatures.load_file(f)[0].title == "Scratch disk full"   # from the cache
+    assert signatures.load_file(f)[0].title == "Scratch disk full"  # from the cache
     f.write_text(ENTRY.format(title="Scratch disk is full"))
     assert signatures.load_file(f)[0].title == "Scratch disk is full"  # new bytes, new key
     assert len(list(cache.glob("*.pkl"))) == 2

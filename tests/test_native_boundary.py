@@ -22,8 +22,14 @@ def test_statuses_map_to_exception_kinds() -> None:
 
 def test_flags_come_from_the_library_header() -> None:
     # distinct single bits, as hs_compile.h defines them
-    flags = [_native.HS_FLAG_CASELESS, _native.HS_FLAG_DOTALL, _native.HS_FLAG_MULTILINE,
-             _native.HS_FLAG_SINGLEMATCH, _native.HS_FLAG_ALLOWEMPTY, _native.HS_FLAG_UTF8]
+    flags = [
+        _native.HS_FLAG_CASELESS,
+        _native.HS_FLAG_DOTALL,
+        _native.HS_FLAG_MULTILINE,
+        _native.HS_FLAG_SINGLEMATCH,
+        _native.HS_FLAG_ALLOWEMPTY,
+        _native.HS_FLAG_UTF8,
+    ]
     assert all(f > 0 and f & (f - 1) == 0 for f in flags) and len(set(flags)) == len(flags)
 
 

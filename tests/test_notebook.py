@@ -18,10 +18,12 @@ import denpex_fast as dx
 from denpex_fast.batch.build import build_index
 from denpex_fast.engine.scanner import MATCH_SCHEMA, Scanner
 
-LOG = (b"2024-05-01 12:00:00 [rank3]: CUDA out of memory. Tried to allocate\n"
-       b"2024-05-01 12:00:01 step=10 loss=1.0\n"
-       b"2024-05-01 12:00:02 [rank1]: Watchdog caught collective operation timeout\n"
-       b"CUDA out of memory again, printed by nobody in particular\n")
+LOG = (
+    b"2024-05-01 12:00:00 [rank3]: CUDA out of memory. Tried to allocate\n"
+    b"2024-05-01 12:00:01 step=10 loss=1.0\n"
+    b"2024-05-01 12:00:02 [rank1]: Watchdog caught collective operation timeout\n"
+    b"CUDA out of memory again, printed by nobody in particular\n"
+)
 PATTERNS = {"oom": r"CUDA out of memory", "wd": r"Watchdog caught"}
 
 
@@ -40,6 +42,7 @@ def job(tmp_path: Path) -> Path:
 
 # -- dir() and tab completion ---------------------------------------------------
 
+
 def test_dir_lists_every_lazy_name_and_each_resolves() -> None:
     names = dir(dx)
     assert names == sorted(names)
@@ -56,11 +59,15 @@ def test_dir_lists_every_lazy_name_and_each_resolves() -> None:
 
 # -- reprs ------------------------------------------------------------------------
 
+
 def test_scanner_repr_names_its_signatures() -> None:
     s = Scanner(patterns=PATTERNS)
     assert repr(s) == "<Scanner 2 signatures: oom, wd>"
     s = Scanner(patterns=PATTERNS, caseless=True, max_rows_per_signature=5, max_text=80)
-    assert repr(s) == "<Scanner 2 signatures: oom, wd, caseless, max_rows_per_signature=5, max_text=80>"
+    assert (
+        repr(s)
+        == "<Scanner 2 signatures: oom, wd, caseless, max_rows_per_signature=5, max_text=80>"
+    )
     many = Scanner(patterns={f"a-rather-long-signature-id-{i:03d}": "x" for i in range(300)})
     r = repr(many)
     assert r.startswith("<Scanner 300 signatures: a-rather-long-signature-id-000, ")
@@ -76,10 +83,12 @@ def test_scan_result_repr_counts_files_and_errors(job: Path, tmp_path: Path) -> 
     big = tmp_path / "big.log"
     big.write_bytes(b"CUDA out of memory\n" * 5000)
     res = Scanner(patterns=PATTERNS, max_rows_per_signature=10).run(
-        [job, big, tmp_path / "missing.log"], errors="collect")
+        [job, big, tmp_path / "missing.log"], errors="collect"
+    )
     r = repr(res)
-    assert r.startswith("<ScanResult 13 rows of 5,003 matching lines, 2 files, "
-                        "2 signatures matched, ")
+    assert r.startswith(
+        "<ScanResult 13 rows of 5,003 matching lines, 2 files, 2 signatures matched, "
+    )
     assert "1 error (" in r and "missing.log: open)" in r
     assert len(r) < 200 and "CUDA" not in r  # never the tables themselves
     ok = Scanner(patterns=PATTERNS).run([job])
@@ -109,11 +118,14 @@ def test_index_repr_counts_jobs(tmp_path: Path) -> None:
 
 def test_attribution_repr_is_short(job: Path) -> None:
     att = dx.attribute(dx.scan(job, patterns=PATTERNS))
-    assert repr(att) == "<Attribution 3 rows; known: rank 2, host 0, ts 3; " \
+    assert (
+        repr(att) == "<Attribution 3 rows; known: rank 2, host 0, ts 3; "
         f"{len(att.notes)} note{'' if len(att.notes) == 1 else 's'}>"
+    )
 
 
 # -- one call to an attributed table ------------------------------------------------
+
 
 def test_scan_attribute_true_fills_rank_host_ts(job: Path) -> None:
     plain = dx.scan(job, patterns=PATTERNS)
@@ -136,8 +148,9 @@ def test_scan_attribute_mapping_passes_options(job: Path) -> None:
 
 
 def test_scan_attribute_keeps_collected_errors(job: Path, tmp_path: Path) -> None:
-    table = dx.scan([job, tmp_path / "missing.log"], patterns=PATTERNS, errors="collect",
-                    attribute=True)
+    table = dx.scan(
+        [job, tmp_path / "missing.log"], patterns=PATTERNS, errors="collect", attribute=True
+    )
     errors = json.loads(table.schema.metadata[b"denpex.errors"])
     assert [e["kind"] for e in errors] == ["open"]
     assert table.schema.metadata[b"denpex.schema"] == b"denpex.matches/1"
@@ -145,6 +158,7 @@ def test_scan_attribute_keeps_collected_errors(job: Path, tmp_path: Path) -> Non
 
 
 # -- pandas ----------------------------------------------------------------------------
+
 
 def test_to_pandas_keeps_rank_an_integer(job: Path) -> None:
     pd = pytest.importorskip("pandas")
@@ -163,8 +177,9 @@ def test_to_pandas_keeps_rank_an_integer(job: Path) -> None:
     assert res.to_pandas()["rank"].dtype == pd.Int32Dtype()
     assert dx.to_pandas(table.to_batches()[0])["rank"].dtype == pd.Int32Dtype()
     # any table: booleans become pandas' nullable boolean
-    other = pa.table({"exit_code": pa.array([1, None], pa.int32()),
-                      "torn_down": pa.array([True, None])})
+    other = pa.table(
+        {"exit_code": pa.array([1, None], pa.int32()), "torn_down": pa.array([True, None])}
+    )
     df = dx.to_pandas(other)
     assert df["exit_code"].dtype == pd.Int32Dtype() and df["torn_down"].dtype == pd.BooleanDtype()
 
@@ -177,23 +192,41 @@ def test_to_pandas_without_pandas_names_the_install(monkeypatch: pytest.MonkeyPa
 
 # -- python -m denpex_fast --------------------------------------------------------------
 
+
 def test_python_dash_m_runs_the_cli(job: Path, tmp_path: Path) -> None:
     env = {**os.environ, "DENPEX_CACHE_DIR": str(tmp_path / "cache")}
     log = job / "console.log"
-    r = subprocess.run([sys.executable, "-m", "denpex_fast", "scan", str(log), "-e", "wd=Watchdog"],
-                       capture_output=True, timeout=120, env=env, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "denpex_fast", "scan", str(log), "-e", "wd=Watchdog"],
+        capture_output=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().splitlines() == [
-        f"{log}:3:wd:2024-05-01 12:00:02 [rank1]: Watchdog caught collective operation timeout"]
-    r = subprocess.run([sys.executable, "-m", "denpex_fast", "scan", str(log), "-e", "x=nope"],
-                       capture_output=True, timeout=120, env=env, cwd=tmp_path)
+        f"{log}:3:wd:2024-05-01 12:00:02 [rank1]: Watchdog caught collective operation timeout"
+    ]
+    r = subprocess.run(
+        [sys.executable, "-m", "denpex_fast", "scan", str(log), "-e", "x=nope"],
+        capture_output=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert r.returncode == 1 and r.stdout == b""  # the CLI's exit codes, unchanged
-    r = subprocess.run([sys.executable, "-m", "denpex_fast", "--help"],
-                       capture_output=True, timeout=120, env=env, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "denpex_fast", "--help"],
+        capture_output=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0 and b"diagnose" in r.stdout and b"python -m denpex_fast" in r.stdout
 
 
 # -- py.typed ------------------------------------------------------------------------------
+
 
 def test_py_typed_is_package_data() -> None:
     assert importlib.resources.files("denpex_fast").joinpath("py.typed").is_file()

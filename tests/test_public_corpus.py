@@ -28,7 +28,15 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "first_failure_not_loudest": bool,
     "notes": str,
 }
-PROSE = ("framework", "versions", "failure_class", "root_cause", "fix", "resolution_evidence", "notes")
+PROSE = (
+    "framework",
+    "versions",
+    "failure_class",
+    "root_cause",
+    "fix",
+    "resolution_evidence",
+    "notes",
+)
 
 
 def _truth(case: Path) -> dict[str, Any]:
@@ -44,18 +52,25 @@ def _lines(case: Path, name: str) -> list[str]:
 def _check_line(case: Path, ref: dict[str, Any], where: str) -> None:
     name = ref.get("file")
     assert isinstance(name, str) and name, f"{where}: file missing"
-    assert "/" not in name and "\\" not in name and name not in (".", ".."), f"{where}: bad file {name!r}"
+    assert "/" not in name and "\\" not in name and name not in (".", ".."), (
+        f"{where}: bad file {name!r}"
+    )
     assert name != "truth.json", f"{where}: points at truth.json"
     assert (case / name).is_file(), f"{where}: {name} does not exist"
     line, text = ref.get("line"), ref.get("text")
-    assert isinstance(line, int) and not isinstance(line, bool) and line >= 1, f"{where}: bad line {line!r}"
+    assert isinstance(line, int) and not isinstance(line, bool) and line >= 1, (
+        f"{where}: bad line {line!r}"
+    )
     assert isinstance(text, str) and text.strip(), f"{where}: empty text"
     lines = _lines(case, name)
     assert line <= len(lines), f"{where}: line {line} past end of {name} ({len(lines)} lines)"
-    assert lines[line - 1] == text, f"{where}: {name}:{line} is {lines[line - 1]!r}, expected {text!r}"
+    assert lines[line - 1] == text, (
+        f"{where}: {name}:{line} is {lines[line - 1]!r}, expected {text!r}"
+    )
     rank = ref.get("rank")
-    assert rank is None or (isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0), \
+    assert rank is None or (isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0), (
         f"{where}: bad rank {rank!r}"
+    )
 
 
 def test_corpus_is_present() -> None:
@@ -72,7 +87,9 @@ def test_truth_schema(case: Path) -> None:
     assert truth["case"] == case.name
     assert truth["source"], "source is empty"
     for src in truth["source"]:
-        assert isinstance(src, str) and src.startswith("https://"), f"source entry {src!r} is not a URL"
+        assert isinstance(src, str) and src.startswith("https://"), (
+            f"source entry {src!r} is not a URL"
+        )
     assert truth["confidence"] in ("high", "medium")
     for key in PROSE:
         assert truth[key].strip(), f"{key} is empty"
@@ -88,10 +105,13 @@ def test_lines_exist_verbatim(case: Path) -> None:
     assert ini["host"] is None or (isinstance(ini["host"], str) and ini["host"]), "bad host"
     _check_line(case, ini, "initiating")
     for i, ref in enumerate(truth["downstream"]):
-        assert isinstance(ref, dict) and set(ref) == {"rank", "file", "line", "text"}, f"downstream[{i}] keys"
+        assert isinstance(ref, dict) and set(ref) == {"rank", "file", "line", "text"}, (
+            f"downstream[{i}] keys"
+        )
         _check_line(case, ref, f"downstream[{i}]")
-        assert (ref["file"], ref["line"]) != (ini["file"], ini["line"]), \
+        assert (ref["file"], ref["line"]) != (ini["file"], ini["line"]), (
             f"downstream[{i}] is the initiating line itself"
+        )
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -53,7 +53,9 @@ def test_sql_returns_arrow(index: Path) -> None:
     counts = dict(zip(t.column("job").to_pylist(), t.column("n").to_pylist()))
     assert counts["job-a"] > 0
     # the healthy job's step lines are progress context, never a cause
-    causes = ix.sql("select count(*) as n from diagnosis where job = 'healthy' and initiating_signature is not null")
+    causes = ix.sql(
+        "select count(*) as n from diagnosis where job = 'healthy' and initiating_signature is not null"
+    )
     assert causes.column("n")[0].as_py() == 0
     joined = ix.sql("""select d.job, count(m.path) as files from diagnosis d
                        join manifest m using (job) group by 1 order by 1""")
@@ -121,8 +123,13 @@ def test_missing_index(tmp_path: Path) -> None:
 def test_format_table_values() -> None:
     import datetime as dt
 
-    t = pa.table({"a": [1, None], "t": [dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc), None],
-                  "s": ["x\ny", "z"]})
+    t = pa.table(
+        {
+            "a": [1, None],
+            "t": [dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc), None],
+            "s": ["x\ny", "z"],
+        }
+    )
     text = format_table(t)
     assert "NULL" in text and "x\\ny" in text and "2024-05-01T00:00:00+00:00" in text
     assert json.loads(format_table(t, "json"))[0]["t"].startswith("2024-05-01")

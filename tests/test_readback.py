@@ -10,7 +10,14 @@ import pytest
 from denpex_fast import Scanner
 from denpex_fast.io.readback import JobBytes
 
-LINES = [b"2024-05-01 12:00:00 start", b"step=1 loss=2.0", b"", b"worker waiting for peers", b"", b""]
+LINES = [
+    b"2024-05-01 12:00:00 start",
+    b"step=1 loss=2.0",
+    b"",
+    b"worker waiting for peers",
+    b"",
+    b"",
+]
 
 
 @pytest.fixture
@@ -27,7 +34,11 @@ def _scan(job):
 
 def test_inputs_list_every_file_read_match_or_not(job):
     res = _scan(job)
-    assert sorted(os.path.basename(k) for k in res.inputs) == ["quiet.log", "rank0.log", "rank1.log.gz"]
+    assert sorted(os.path.basename(k) for k in res.inputs) == [
+        "quiet.log",
+        "rank0.log",
+        "rank1.log.gz",
+    ]
     assert res.table.num_rows == 2  # only two files matched; inputs still lists all three
 
 
@@ -48,7 +59,7 @@ def test_read_and_tail_agree_with_the_bytes(job):
     assert jb.read(plain, 5, 10) == data[5:15]
     assert jb.tail(plain, 8) == (len(data) - 8, data[-8:])
     crlf = b"\r\n".join(LINES)
-    assert jb.read(packed, 3, 20) == crlf[3:23]          # decoded offsets
+    assert jb.read(packed, 3, 20) == crlf[3:23]  # decoded offsets
     assert jb.tail(packed, 7) == (len(crlf) - 7, crlf[-7:])
 
 
@@ -63,8 +74,11 @@ def test_labels_resolve_through_locations_whatever_the_cwd(job, tmp_path_factory
 def test_a_truncated_gzip_answers_what_it_can(job):
     full = gzip.compress(b"\n".join([b"line %d" % i for i in range(20000)]))
     (job / "cut.log.gz").write_bytes(full[: len(full) // 2])
-    jb = JobBytes.from_scan(Scanner(patterns={"x": ["line 1"]}, cache_dir=False)
-                            .run([str(job / "cut.log.gz")], errors="collect"))
+    jb = JobBytes.from_scan(
+        Scanner(patterns={"x": ["line 1"]}, cache_dir=False).run(
+            [str(job / "cut.log.gz")], errors="collect"
+        )
+    )
     label = jb.labels()[0]
     assert jb.read(label, 0, 6) == b"line 0"
     got = jb.last_line(label)  # ends where the damage starts, never raises

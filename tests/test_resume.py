@@ -24,14 +24,32 @@ def kb():
 
 
 def _save(step: int, ts: float, line: int) -> dict:
-    return {"signature": "any-checkpoint-saved", "text": SAVE.format(s=int(ts) % 60, step=step),
-            "rank": 0, "host": "n0", "ts": ts, "line": line, "file": "rank0.log"}
+    return {
+        "signature": "any-checkpoint-saved",
+        "text": SAVE.format(s=int(ts) % 60, step=step),
+        "rank": 0,
+        "host": "n0",
+        "ts": ts,
+        "line": line,
+        "file": "rank0.log",
+    }
 
 
 def test_last_checkpoint_before_the_fault_is_safe(kb) -> None:
-    rows = [_save(10, 10.0, 5), _save(20, 20.0, 9), _save(30, 40.0, 14),
-            {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 30.0, "line": 50,
-             "file": "rank2.log"}] + watchdogs([0, 1, 3], ts=640.0)
+    rows = [
+        _save(10, 10.0, 5),
+        _save(20, 20.0, 9),
+        _save(30, 40.0, 14),
+        {
+            "signature": "cuda-oom",
+            "text": OOM,
+            "rank": 2,
+            "host": "n0",
+            "ts": 30.0,
+            "line": 50,
+            "file": "rank2.log",
+        },
+    ] + watchdogs([0, 1, 3], ts=640.0)
     d = diagnose_table(table(rows), signatures=kb)
     assert d.initiating.signature == "cuda-oom"
     assert d.resume is not None and (d.resume.step, d.resume.safe) == (20, True)
@@ -40,12 +58,28 @@ def test_last_checkpoint_before_the_fault_is_safe(kb) -> None:
 
 
 def test_checkpoint_written_after_a_non_finite_loss_is_not_safe(kb) -> None:
-    rows = [_save(10, 10.0, 5),
-            {"signature": "any-nonfinite-loss", "text": "step 15: loss is nan, continuing", "rank": 1,
-             "host": "n0", "ts": 15.0, "line": 3, "file": "rank1.log"},
-            _save(20, 20.0, 9),
-            {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 30.0, "line": 50,
-             "file": "rank2.log"}] + watchdogs([0, 3], ts=640.0)
+    rows = [
+        _save(10, 10.0, 5),
+        {
+            "signature": "any-nonfinite-loss",
+            "text": "step 15: loss is nan, continuing",
+            "rank": 1,
+            "host": "n0",
+            "ts": 15.0,
+            "line": 3,
+            "file": "rank1.log",
+        },
+        _save(20, 20.0, 9),
+        {
+            "signature": "cuda-oom",
+            "text": OOM,
+            "rank": 2,
+            "host": "n0",
+            "ts": 30.0,
+            "line": 50,
+            "file": "rank2.log",
+        },
+    ] + watchdogs([0, 3], ts=640.0)
     d = diagnose_table(table(rows), signatures=kb)
     assert d.initiating.signature == "cuda-oom"
     assert d.resume is not None and d.resume.step == 20 and not d.resume.safe
@@ -53,8 +87,18 @@ def test_checkpoint_written_after_a_non_finite_loss_is_not_safe(kb) -> None:
 
 
 def test_no_checkpoint_before_the_fault(kb) -> None:
-    rows = [{"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 5.0, "line": 50,
-             "file": "rank2.log"}, _save(10, 10.0, 5)]
+    rows = [
+        {
+            "signature": "cuda-oom",
+            "text": OOM,
+            "rank": 2,
+            "host": "n0",
+            "ts": 5.0,
+            "line": 50,
+            "file": "rank2.log",
+        },
+        _save(10, 10.0, 5),
+    ]
     d = diagnose_table(table(rows), signatures=kb)
     assert d.resume is None and d.to_dict()["resume_from"] is None
 

@@ -18,49 +18,87 @@ OOM = r"CUDA out of memory\. Tried to allocate \d+\.\d+ [GM]iB"
 
 # (name, data, patterns, expected rows: (line, offset, match_end, signature, text))
 CASES: list[tuple[str, bytes, dict[str, list[str]], list[Row]]] = [
-    ("single-hit",
-     b"step=1 loss=0.5\n[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\nstep=2\n",
-     {"cuda-oom": [OOM]},
-     [(2, 16, 95, "cuda-oom",
-       "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")]),
-    ("no-trailing-newline",
-     b"a\nb\n[rank1]:[E] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7)",
-     {"nccl-watchdog": [NCCL]},
-     [(3, 4, 60, "nccl-watchdog",
-       "[rank1]:[E] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7)")]),
-    ("one-row-per-line-and-signature",
-     b"x NCCL WARN a NCCL WARN b NCCL WARN c\nok\n",
-     {"nccl-warn": ["NCCL WARN", r"NCCL WARN \w"], "tail": [r"WARN.+"]},
-     [(1, 0, 11, "nccl-warn", "x NCCL WARN a NCCL WARN b NCCL WARN c"),
-      (1, 0, 12, "tail", "x NCCL WARN a NCCL WARN b NCCL WARN c")]),
-    ("several-signatures-several-lines",
-     b"Xid 79 fallen\nnothing here\nSIGKILL and Xid 79 again\n",
-     {"xid": [r"Xid \d+"], "kill": ["SIGKILL"]},
-     [(1, 0, 5, "xid", "Xid 79 fallen"),
-      (3, 27, 34, "kill", "SIGKILL and Xid 79 again"),
-      (3, 27, 44, "xid", "SIGKILL and Xid 79 again")]),
-    ("nul-bytes-and-invalid-utf8",
-     b"\x00\x00bin\xff\xfe ECC error\x00 tail\n\x00\n",
-     {"ecc": ["ECC error"]},
-     [(1, 0, 17, "ecc", "\x00\x00bin\ufffd\ufffd ECC error\x00 tail")]),
-    ("empty-lines-and-line-anchor",
-     b"\n\n  \nERROR: boom\n\nERROR: second\n",
-     {"error-start": [r"^ERROR: \w+"]},
-     [(4, 5, 13, "error-start", "ERROR: boom"),
-      (6, 18, 26, "error-start", "ERROR: second")]),
+    (
+        "single-hit",
+        b"step=1 loss=0.5\n[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\nstep=2\n",
+        {"cuda-oom": [OOM]},
+        [
+            (
+                2,
+                16,
+                95,
+                "cuda-oom",
+                "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            )
+        ],
+    ),
+    (
+        "no-trailing-newline",
+        b"a\nb\n[rank1]:[E] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7)",
+        {"nccl-watchdog": [NCCL]},
+        [
+            (
+                3,
+                4,
+                60,
+                "nccl-watchdog",
+                "[rank1]:[E] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7)",
+            )
+        ],
+    ),
+    (
+        "one-row-per-line-and-signature",
+        b"x NCCL WARN a NCCL WARN b NCCL WARN c\nok\n",
+        {"nccl-warn": ["NCCL WARN", r"NCCL WARN \w"], "tail": [r"WARN.+"]},
+        [
+            (1, 0, 11, "nccl-warn", "x NCCL WARN a NCCL WARN b NCCL WARN c"),
+            (1, 0, 12, "tail", "x NCCL WARN a NCCL WARN b NCCL WARN c"),
+        ],
+    ),
+    (
+        "several-signatures-several-lines",
+        b"Xid 79 fallen\nnothing here\nSIGKILL and Xid 79 again\n",
+        {"xid": [r"Xid \d+"], "kill": ["SIGKILL"]},
+        [
+            (1, 0, 5, "xid", "Xid 79 fallen"),
+            (3, 27, 34, "kill", "SIGKILL and Xid 79 again"),
+            (3, 27, 44, "xid", "SIGKILL and Xid 79 again"),
+        ],
+    ),
+    (
+        "nul-bytes-and-invalid-utf8",
+        b"\x00\x00bin\xff\xfe ECC error\x00 tail\n\x00\n",
+        {"ecc": ["ECC error"]},
+        [(1, 0, 17, "ecc", "\x00\x00bin\ufffd\ufffd ECC error\x00 tail")],
+    ),
+    (
+        "empty-lines-and-line-anchor",
+        b"\n\n  \nERROR: boom\n\nERROR: second\n",
+        {"error-start": [r"^ERROR: \w+"]},
+        [(4, 5, 13, "error-start", "ERROR: boom"), (6, 18, 26, "error-start", "ERROR: second")],
+    ),
     ("empty-input", b"", {"x": ["never"]}, []),
-    ("match-at-very-end", b"line\nSegmentation fault", {"segv": ["Segmentation fault"]},
-     [(2, 5, 23, "segv", "Segmentation fault")]),
-    ("utf8-multibyte", "ränk3: Fehler ü CUDA error: device-side assert triggered\n".encode(),
-     {"dsa": ["device-side assert triggered"]},
-     [(1, 0, 58, "dsa", "ränk3: Fehler ü CUDA error: device-side assert triggered")]),
+    (
+        "match-at-very-end",
+        b"line\nSegmentation fault",
+        {"segv": ["Segmentation fault"]},
+        [(2, 5, 23, "segv", "Segmentation fault")],
+    ),
+    (
+        "utf8-multibyte",
+        "ränk3: Fehler ü CUDA error: device-side assert triggered\n".encode(),
+        {"dsa": ["device-side assert triggered"]},
+        [(1, 0, 58, "dsa", "ränk3: Fehler ü CUDA error: device-side assert triggered")],
+    ),
 ]
 
 
 def _crlf(data: bytes, rows: list[Row]) -> tuple[bytes, list[Row]]:
     """The same case with CRLF line ends: offsets shift by one per earlier line."""
-    return (data.replace(b"\n", b"\r\n"),
-            [(ln, off + ln - 1, end + ln - 1, sig, text) for ln, off, end, sig, text in rows])
+    return (
+        data.replace(b"\n", b"\r\n"),
+        [(ln, off + ln - 1, end + ln - 1, sig, text) for ln, off, end, sig, text in rows],
+    )
 
 
 @pytest.mark.parametrize("crlf", [False, True], ids=["lf", "crlf"])
@@ -86,8 +124,9 @@ def test_file_column_and_dictionary(make_scanner, tmp_path: Path) -> None:
     assert t.column("rank").null_count == 2 and t.column("ts").null_count == 2
 
 
-def test_large_case_against_oracle_every_configuration(scan_config, make_scanner,
-                                                       tmp_path: Path) -> None:
+def test_large_case_against_oracle_every_configuration(
+    scan_config, make_scanner, tmp_path: Path
+) -> None:
     # a few thousand realistic lines, several signatures, many hits
     import random
 
@@ -97,17 +136,24 @@ def test_large_case_against_oracle_every_configuration(scan_config, make_scanner
         r = rng.randrange(8)
         kind = rng.random()
         if kind < 0.02:
-            lines.append(f"[rank{r}]: torch.OutOfMemoryError: CUDA out of memory. "
-                         f"Tried to allocate {rng.randrange(1, 9)}.00 GiB")
+            lines.append(
+                f"[rank{r}]: torch.OutOfMemoryError: CUDA out of memory. "
+                f"Tried to allocate {rng.randrange(1, 9)}.00 GiB"
+            )
         elif kind < 0.05:
-            lines.append(f"[rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] {NCCL}: "
-                         f"WorkNCCL(SeqNum={i}, OpType=ALLREDUCE)")
+            lines.append(
+                f"[rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] {NCCL}: "
+                f"WorkNCCL(SeqNum={i}, OpType=ALLREDUCE)"
+            )
         elif kind < 0.06:
             lines.append("x" * rng.randrange(1, 3000) + " NCCL WARN tail")
         else:
             lines.append(f"[rank{r}]: 2024-05-01 12:00:{i % 60:02d},123 step={i} loss=0.{i}")
     data = ("\n".join(lines) + "\n").encode()
-    patterns = {"cuda-oom": [OOM], "nccl-watchdog": [NCCL, r"SeqNum=\d+, OpType"],
-                "nccl-warn": ["NCCL WARN"]}
+    patterns = {
+        "cuda-oom": [OOM],
+        "nccl-watchdog": [NCCL, r"SeqNum=\d+, OpType"],
+        "nccl-warn": ["NCCL WARN"],
+    }
     table = scan_config(make_scanner(patterns, max_text=200), data, tmp_path)
     assert sort_rows(table_rows(table)) == sort_rows(oracle(data, patterns, max_text=200))

@@ -51,8 +51,11 @@ def test_missing_file_strict_and_collect(make_scanner, tmp_path: Path) -> None:
     assert b"denpex.errors" in res.table.schema.metadata
 
 
-@pytest.mark.skipif(is_root(), reason="root reads files whatever their mode; "
-                    "the open-error path is covered by test_missing_file_strict_and_collect")
+@pytest.mark.skipif(
+    is_root(),
+    reason="root reads files whatever their mode; "
+    "the open-error path is covered by test_missing_file_strict_and_collect",
+)
 def test_unreadable_file(make_scanner, tmp_path: Path) -> None:
     p = tmp_path / "secret.log"
     p.write_bytes(LINE)
@@ -67,7 +70,8 @@ def test_directory_is_expanded_recursively(make_scanner, tmp_path: Path) -> None
     (tmp_path / "job" / "node1" / "rank5.log.gz").write_bytes(gzip.compress(b"x\n" + LINE))
     t = make_scanner(PATS).scan([tmp_path / "job"])
     assert sorted(t.column("file").to_pylist()) == sorted(
-        [str(tmp_path / "job" / "node0.log"), str(tmp_path / "job" / "node1" / "rank5.log.gz")])
+        [str(tmp_path / "job" / "node0.log"), str(tmp_path / "job" / "node1" / "rank5.log.gz")]
+    )
 
 
 @pytest.mark.timeout(20)
@@ -102,9 +106,16 @@ def test_native_refuses_fifo_without_blocking(make_scanner, tmp_path: Path) -> N
     fifo = tmp_path / "pipe2"
     os.mkfifo(fifo)
     s = make_scanner(PATS)
-    rc, _, msg = _native.scan_file(s._db, s._scratch(), os.fsencode(fifo), 0, _native.UINT64_MAX,
-                                   opts=s.options.to_c(0, _native.ffi.NULL),
-                                   tally=_native.Tally(2), result=_native.Result())
+    rc, _, msg = _native.scan_file(
+        s._db,
+        s._scratch(),
+        os.fsencode(fifo),
+        0,
+        _native.UINT64_MAX,
+        opts=s.options.to_c(0, _native.ffi.NULL),
+        tally=_native.Tally(2),
+        result=_native.Result(),
+    )
     assert rc == _native.ERR_NOTREG and "regular" in msg
 
 
@@ -121,8 +132,12 @@ def test_100mb_line(make_scanner, tmp_path: Path, mode: str) -> None:
     rows = t.select(["line", "offset", "signature", "text"]).to_pylist()
     assert rows == [
         {"line": 2, "offset": 6, "signature": "kill", "text": ("a" * 64 + " SIGKILL")[-64:]},
-        {"line": 3, "offset": 6 + (100 << 20) + 14, "signature": "oom",
-         "text": "next CUDA out of memory"},
+        {
+            "line": 3,
+            "offset": 6 + (100 << 20) + 14,
+            "signature": "oom",
+            "text": "next CUDA out of memory",
+        },
     ]
 
 
@@ -130,18 +145,19 @@ def test_crlf_and_lone_cr(make_scanner, tmp_path: Path) -> None:
     p = tmp_path / "crlf.log"
     p.write_bytes(b"a\r\nCUDA out of memory\r\nb\rSIGKILL\r\n")
     rows = make_scanner(PATS).scan([p]).select(["line", "text"]).to_pylist()
-    assert rows == [{"line": 2, "text": "CUDA out of memory"},
-                    {"line": 3, "text": "b\rSIGKILL"}]
+    assert rows == [{"line": 2, "text": "CUDA out of memory"}, {"line": 3, "text": "b\rSIGKILL"}]
 
 
 @pytest.mark.parametrize("codec", ["gzip", "zstd"])
-def test_truncated_archive_keeps_rows_before_damage(make_scanner, tmp_path: Path,
-                                                    codec: str) -> None:
+def test_truncated_archive_keeps_rows_before_damage(
+    make_scanner, tmp_path: Path, codec: str
+) -> None:
     import random
 
     rng = random.Random(1)
     body = b"".join(
-        (LINE if i % 1000 == 0 else f"step {i} {rng.random()}\n".encode()) for i in range(200_000))
+        (LINE if i % 1000 == 0 else f"step {i} {rng.random()}\n".encode()) for i in range(200_000)
+    )
     blob = gzip.compress(body) if codec == "gzip" else zstd.compress(body)
     p = tmp_path / f"cut.log.{codec}"
     p.write_bytes(blob[: len(blob) // 2])
@@ -190,15 +206,23 @@ def test_flood_is_capped_with_exact_count(make_scanner, tmp_path: Path) -> None:
     assert res.table.num_rows == 100
     assert res.table.column("line").to_pylist() == list(range(1, 101))
     assert res.counts.to_pylist() == [
-        {"file": str(p), "signature": "kill", "lines": 1_000_000, "kept": 100}]
+        {"file": str(p), "signature": "kill", "lines": 1_000_000, "kept": 100}
+    ]
 
 
 def _scan_in_thread(s: dx.Scanner, path: Path, out: dict) -> None:
     r = _native.Result()
     out["result"] = r
-    rc, _, msg = _native.scan_file(s._db, s._scratch(), os.fsencode(path), 0, _native.UINT64_MAX,
-                                   opts=s.options.to_c(0, _native.ffi.NULL),
-                                   tally=_native.Tally(len(s.signature_ids)), result=r)
+    rc, _, msg = _native.scan_file(
+        s._db,
+        s._scratch(),
+        os.fsencode(path),
+        0,
+        _native.UINT64_MAX,
+        opts=s.options.to_c(0, _native.ffi.NULL),
+        tally=_native.Tally(len(s.signature_ids)),
+        result=r,
+    )
     out["rc"], out["msg"] = rc, msg
 
 
@@ -239,12 +263,20 @@ def test_stdin(make_scanner, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import denpex_fast as dx;"
-            "t=dx.scan(['-'], patterns={'oom':'CUDA out of memory'}, cache_dir=False);"
-            "print(t.column('line').to_pylist(), t.column('file').to_pylist())")
+    code = (
+        "import denpex_fast as dx;"
+        "t=dx.scan(['-'], patterns={'oom':'CUDA out of memory'}, cache_dir=False);"
+        "print(t.column('line').to_pylist(), t.column('file').to_pylist())"
+    )
     for payload in (b"x\n" + LINE, gzip.compress(b"x\n" + LINE)):
-        out = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True,
-                             check=True, timeout=60, cwd=tmp_path).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            input=payload,
+            capture_output=True,
+            check=True,
+            timeout=60,
+            cwd=tmp_path,
+        ).stdout
         assert out.strip() == b"[2] ['-']"
 
 
@@ -256,11 +288,14 @@ def test_bad_pattern_names_signature(make_scanner) -> None:
     assert "bad-one" in str(e) and e.hs_message
 
 
-@pytest.mark.parametrize("pattern,fragment", [
-    ("a*", "empty"),            # matches the empty string
-    (r"(\w+) \1", "ack"),       # back-reference ("Back-references unsupported")
-    ("x\x00y", "NUL"),
-])
+@pytest.mark.parametrize(
+    "pattern,fragment",
+    [
+        ("a*", "empty"),  # matches the empty string
+        (r"(\w+) \1", "ack"),  # back-reference ("Back-references unsupported")
+        ("x\x00y", "NUL"),
+    ],
+)
 def test_refused_patterns(make_scanner, pattern: str, fragment: str) -> None:
     with pytest.raises(dx.PatternError) as ei:
         make_scanner({"sig": [pattern]})
@@ -275,9 +310,18 @@ def test_scratch_is_not_shared_between_threads(make_scanner) -> None:
 
     def use() -> None:
         try:
-            _native.scan_buffer(s._db, scratch, LINE, len(LINE), base_offset=0, base_line=0,
-                                line_start=0, opts=s.options.to_c(0, _native.ffi.NULL),
-                                tally=_native.Tally(2), result=_native.Result())
+            _native.scan_buffer(
+                s._db,
+                scratch,
+                LINE,
+                len(LINE),
+                base_offset=0,
+                base_line=0,
+                line_start=0,
+                opts=s.options.to_c(0, _native.ffi.NULL),
+                tally=_native.Tally(2),
+                result=_native.Result(),
+            )
         except RuntimeError as exc:
             err.append(exc)
 

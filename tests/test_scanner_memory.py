@@ -49,8 +49,9 @@ def test_flood_memory_stays_under_its_cap(tmp_path: Path) -> None:
         after = hwm()
         print(r.table.num_rows, r.counts.column("lines")[0].as_py(), (after - before) * 1024)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
-                         timeout=300, cwd=tmp_path).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, check=True, timeout=300, cwd=tmp_path
+    ).stdout.split()
     rows, lines, grown = int(out[0]), int(out[1]), int(out[2])
     assert rows == 1000 and lines == 10_000_000
     assert grown < 100 * MiB, grown
@@ -74,8 +75,9 @@ def test_rss_bounded_on_large_file(tmp_path: Path) -> None:
         after = hwm()
         print(r.stats["bytes"], (after - before) * 1024)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
-                         timeout=600, cwd=tmp_path).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, check=True, timeout=600, cwd=tmp_path
+    ).stdout.split()
     scanned, grown = int(out[0]), int(out[1])
     assert scanned == p.stat().st_size
     assert grown < 200 * MiB, grown  # 2 threads x ~100 MiB, on a 1.5 GiB file

@@ -21,8 +21,26 @@ PATTERNS = {
     "oom": ["out of memory", "OOM"],
 }
 
-TOKENS = [b"NCCL WARN ", b"timeout", b"\n", b"\r\n", b"E12: ", b"xx", b"ab", b"a", b"c",
-          b"d", b"out of ", b"memory", b"OOM", b" ", b"\x00", b"\xff", "é".encode(), b"9"]
+TOKENS = [
+    b"NCCL WARN ",
+    b"timeout",
+    b"\n",
+    b"\r\n",
+    b"E12: ",
+    b"xx",
+    b"ab",
+    b"a",
+    b"c",
+    b"d",
+    b"out of ",
+    b"memory",
+    b"OOM",
+    b" ",
+    b"\x00",
+    b"\xff",
+    "é".encode(),
+    b"9",
+]
 
 corpus = st.lists(st.sampled_from(TOKENS), max_size=300).map(b"".join)
 
@@ -32,8 +50,12 @@ _SCANNERS: dict[str, Scanner] = {}
 def scanner(tmp: Path, **opts: int) -> Scanner:
     key = repr(sorted(opts.items()))
     if key not in _SCANNERS:
-        s = Scanner(patterns=PATTERNS, cache_dir=tmp, max_text=opts.get("max_text", 40),
-                    max_rows_per_signature=opts.get("max_rows", 10_000))
+        s = Scanner(
+            patterns=PATTERNS,
+            cache_dir=tmp,
+            max_text=opts.get("max_text", 40),
+            max_rows_per_signature=opts.get("max_rows", 10_000),
+        )
         if "block" in opts:
             s.options.block_size = opts["block"]
             s.options.overlap = 0
@@ -41,7 +63,9 @@ def scanner(tmp: Path, **opts: int) -> Scanner:
     return _SCANNERS[key]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=corpus)
 # a match whose last two bytes end a buffer without a final newline: the
 # engine's double-byte accelerator can miss it (the scanner pads that line)
@@ -51,10 +75,13 @@ def test_scan_bytes_matches_oracle(data: bytes, tmp_path: Path) -> None:
     assert sort_rows(got) == sort_rows(oracle(data, PATTERNS, max_text=40))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=corpus, block=st.integers(1, 64), chunk=st.integers(1, 64), unit=st.integers(1, 200))
-def test_chunked_scans_equal_whole_scan(data: bytes, block: int, chunk: int, unit: int,
-                                        tmp_path: Path) -> None:
+def test_chunked_scans_equal_whole_scan(
+    data: bytes, block: int, chunk: int, unit: int, tmp_path: Path
+) -> None:
     """Blocks, stream chunks and file ranges of any size give the rows of one block scan."""
     whole = sort_rows(table_rows(scanner(tmp_path).scan_bytes(data)))
     s = scanner(tmp_path, block=block)
@@ -68,10 +95,13 @@ def test_chunked_scans_equal_whole_scan(data: bytes, block: int, chunk: int, uni
     assert sort_rows(table_rows(s.scan([g]))) == whole
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=corpus, cap=st.integers(1, 4), unit=st.integers(1, 100))
-def test_row_cap_keeps_first_rows_and_exact_counts(data: bytes, cap: int, unit: int,
-                                                   tmp_path: Path) -> None:
+def test_row_cap_keeps_first_rows_and_exact_counts(
+    data: bytes, cap: int, unit: int, tmp_path: Path
+) -> None:
     expected = oracle(data, PATTERNS, max_text=40, max_rows=cap)
     full = oracle(data, PATTERNS, max_text=40)
     s = scanner(tmp_path, max_rows=cap)
@@ -79,8 +109,9 @@ def test_row_cap_keeps_first_rows_and_exact_counts(data: bytes, cap: int, unit: 
     f.write_bytes(data)
     res = s.run([f], unit_size=unit, threads=2)
     assert sort_rows(table_rows(res.table)) == sort_rows(expected)
-    counts = dict(zip(res.counts.column("signature").to_pylist(),
-                      res.counts.column("lines").to_pylist()))
+    counts = dict(
+        zip(res.counts.column("signature").to_pylist(), res.counts.column("lines").to_pylist())
+    )
     want: dict[str, int] = {}
     for row in full:
         want[row[3]] = want.get(row[3], 0) + 1
@@ -94,7 +125,9 @@ def test_utf8_repair_matches_python(data: bytes) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.lists(st.sampled_from([b"\n", b"a", b"\n\n", b"x" * 70]), max_size=200).map(b"".join))
+@given(
+    data=st.lists(st.sampled_from([b"\n", b"a", b"\n\n", b"x" * 70]), max_size=200).map(b"".join)
+)
 def test_newline_count_matches_python(data: bytes) -> None:
     assert _native.count_newlines(data) == data.count(b"\n")
 

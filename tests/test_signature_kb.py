@@ -85,7 +85,9 @@ def scanner(kb: SignatureSet) -> Any:
 
 
 @pytest.fixture(scope="module")
-def example_hits(kb: SignatureSet, scanner: Any) -> tuple[dict[tuple[str, str, int], int], set[tuple[int, str]]]:
+def example_hits(
+    kb: SignatureSet, scanner: Any
+) -> tuple[dict[tuple[str, str, int], int], set[tuple[int, str]]]:
     """Scan every example of the knowledge base in one call.
 
     Returns the line number of each (id, kind, index) example and the set
@@ -117,7 +119,9 @@ def test_no_dangling_references(kb: SignatureSet) -> None:
 @pytest.mark.parametrize("family", sorted(FAMILY_MINIMUM))
 def test_family_size(kb: SignatureSet, family: str) -> None:
     count = sum(1 for sig in kb if sig.family == family)
-    assert count >= FAMILY_MINIMUM[family], f"{family}: {count} entries, want >= {FAMILY_MINIMUM[family]}"
+    assert count >= FAMILY_MINIMUM[family], (
+        f"{family}: {count} entries, want >= {FAMILY_MINIMUM[family]}"
+    )
 
 
 def test_total_size(kb: SignatureSet) -> None:
@@ -133,7 +137,9 @@ def test_entry_is_complete(kb: SignatureSet, sig_id: str) -> None:
         values = getattr(sig, name)
         assert values and all(v.strip() for v in values), f"{sig_id}: empty {name}"
     for url in sig.references:
-        assert url.startswith(("http://", "https://")), f"{sig_id}: reference {url!r} is not an http(s) URL"
+        assert url.startswith(("http://", "https://")), (
+            f"{sig_id}: reference {url!r} is not an http(s) URL"
+        )
     for ref in [*sig.caused_by, *sig.triggers, *(cid for cid, _ in sig.competing)]:
         assert ref in kb, f"{sig_id}: refers to unknown id {ref!r}"
     if sig.role == "symptom":
@@ -147,8 +153,16 @@ def test_entry_is_complete(kb: SignatureSet, sig_id: str) -> None:
 def test_examples(kb: SignatureSet, example_hits: Any, sig_id: str) -> None:
     where, hits = example_hits
     sig = kb[sig_id]
-    missed = [t for i, t in enumerate(sig.examples_match) if (where[(sig_id, "match", i)], sig_id) not in hits]
-    wrong = [t for i, t in enumerate(sig.examples_nomatch) if (where[(sig_id, "nomatch", i)], sig_id) in hits]
+    missed = [
+        t
+        for i, t in enumerate(sig.examples_match)
+        if (where[(sig_id, "match", i)], sig_id) not in hits
+    ]
+    wrong = [
+        t
+        for i, t in enumerate(sig.examples_nomatch)
+        if (where[(sig_id, "nomatch", i)], sig_id) in hits
+    ]
     assert not missed, f"{sig_id}: examples.match lines without a match: {missed}"
     assert not wrong, f"{sig_id}: examples.nomatch lines that match: {wrong}"
 
@@ -171,7 +185,9 @@ def healthy_training_log(ranks: int = 8, steps: int = 300, seed: int = 7) -> byt
         "I0605 10:00:00.200000 1400 torch/distributed/elastic/agent/server/api.py:825] [default] starting workers for entrypoint: python",
         "I0605 10:00:00.300000 1400 torch/distributed/elastic/agent/server/local_elastic_agent.py:236] Environment variable 'TORCHELASTIC_ENABLE_FILE_TIMER' not found. Do not start FileTimerServer.",
     ]
-    out.append("[2024-06-05 10:00:01,000] [INFO] [real_accelerator.py:191:get_accelerator] Setting ds_accelerator to cuda (auto detect)")
+    out.append(
+        "[2024-06-05 10:00:01,000] [INFO] [real_accelerator.py:191:get_accelerator] Setting ds_accelerator to cuda (auto detect)"
+    )
     for r in range(ranks):
         pid = 1500 + r
         out += [
@@ -202,11 +218,11 @@ def healthy_training_log(ranks: int = 8, steps: int = 300, seed: int = 7) -> byt
         "[2024-06-05 10:00:04,200] [INFO] [stage_1_and_2.py:150:__init__] CPU Offload: False",
         "[2024-06-05 10:00:05,000] [INFO] [config.py:997:print] DeepSpeedEngine configuration:",
         "[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   activation_checkpointing_config  {",
-        '[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   bf16_enabled ................. True',
-        '[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   fp16_enabled ................. False',
-        '[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   gradient_clipping ............ 1.0',
-        '[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   zero_optimization_stage ...... 2',
-        '[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   train_micro_batch_size_per_gpu  4',
+        "[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   bf16_enabled ................. True",
+        "[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   fp16_enabled ................. False",
+        "[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   gradient_clipping ............ 1.0",
+        "[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   zero_optimization_stage ...... 2",
+        "[2024-06-05 10:00:05,000] [INFO] [config.py:1001:print]   train_micro_batch_size_per_gpu  4",
         '[2024-06-05 10:00:05,000] [INFO] [config.py:987:print_user_config]   json = {"bf16": {"enabled": true}, "zero_optimization": {"stage": 2, "overlap_comm": true}, "gradient_clipping": 1.0, "train_micro_batch_size_per_gpu": 4}',
         "***** Running training *****",
         "  Num examples = 120,000",
@@ -221,17 +237,33 @@ def healthy_training_log(ranks: int = 8, steps: int = 300, seed: int = 7) -> byt
     for step in range(1, steps + 1):
         loss = max(0.4, loss * (1 - rnd.uniform(0.0, 0.01)))
         pct = step * 100 // steps
-        out.append(f"{pct:3d}%|{'█' * (pct // 10):<10}| {step}/{steps} [{step // 60:02d}:{step % 60:02d}<{(steps - step) // 60:02d}:{(steps - step) % 60:02d},  1.{rnd.randint(10, 99)}it/s]")
+        out.append(
+            f"{pct:3d}%|{'█' * (pct // 10):<10}| {step}/{steps} [{step // 60:02d}:{step % 60:02d}<{(steps - step) // 60:02d}:{(steps - step) % 60:02d},  1.{rnd.randint(10, 99)}it/s]"
+        )
         if step % 10 == 0:
-            out.append(f"{{'loss': {loss:.4f}, 'grad_norm': {rnd.uniform(0.2, 1.5):.4f}, 'learning_rate': {5e-5 * (1 - step / steps):.4e}, 'epoch': {step / steps:.2f}}}")
-            out.append(f"[2024-06-05 10:{step // 60:02d}:{step % 60:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, skipped=0, lr=[0.0001], mom=[(0.9, 0.999)]")
-            out.append(f"[2024-06-05 10:{step // 60:02d}:{step % 60:02d},000] [INFO] [timer.py:260:stop] epoch=0/micro_step={step * 8}/global_step={step}, RunningAvgSamplesPerSec=41.{rnd.randint(0, 99)}, CurrSamplesPerSec=41.{rnd.randint(0, 99)}, MemAllocated=14.2GB, MaxMemAllocated=21.7GB")
+            out.append(
+                f"{{'loss': {loss:.4f}, 'grad_norm': {rnd.uniform(0.2, 1.5):.4f}, 'learning_rate': {5e-5 * (1 - step / steps):.4e}, 'epoch': {step / steps:.2f}}}"
+            )
+            out.append(
+                f"[2024-06-05 10:{step // 60:02d}:{step % 60:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, skipped=0, lr=[0.0001], mom=[(0.9, 0.999)]"
+            )
+            out.append(
+                f"[2024-06-05 10:{step // 60:02d}:{step % 60:02d},000] [INFO] [timer.py:260:stop] epoch=0/micro_step={step * 8}/global_step={step}, RunningAvgSamplesPerSec=41.{rnd.randint(0, 99)}, CurrSamplesPerSec=41.{rnd.randint(0, 99)}, MemAllocated=14.2GB, MaxMemAllocated=21.7GB"
+            )
         if step % 100 == 0:
             out.append(f"Saving model checkpoint to /checkpoints/run1/checkpoint-{step}")
-            out.append(f"[2024-06-05 10:30:00,000] [INFO] [torch_checkpoint_engine.py:21:save] [Torch] Saving /checkpoints/run1/checkpoint-{step}/global_step{step}/mp_rank_00_model_states.pt...")
-            out.append(f"[2024-06-05 10:30:05,000] [INFO] [torch_checkpoint_engine.py:23:save] [Torch] Saved /checkpoints/run1/checkpoint-{step}/global_step{step}/mp_rank_00_model_states.pt.")
-            out.append(f"{{'eval_loss': {loss + 0.1:.4f}, 'eval_runtime': 12.3456, 'eval_samples_per_second': 81.0, 'eval_steps_per_second': 2.53, 'epoch': {step / steps:.2f}}}")
-    out.append(f"{{'train_runtime': 1234.5678, 'train_samples_per_second': 97.2, 'train_steps_per_second': 0.38, 'train_loss': {loss + 0.3:.4f}, 'epoch': 1.0}}")
+            out.append(
+                f"[2024-06-05 10:30:00,000] [INFO] [torch_checkpoint_engine.py:21:save] [Torch] Saving /checkpoints/run1/checkpoint-{step}/global_step{step}/mp_rank_00_model_states.pt..."
+            )
+            out.append(
+                f"[2024-06-05 10:30:05,000] [INFO] [torch_checkpoint_engine.py:23:save] [Torch] Saved /checkpoints/run1/checkpoint-{step}/global_step{step}/mp_rank_00_model_states.pt."
+            )
+            out.append(
+                f"{{'eval_loss': {loss + 0.1:.4f}, 'eval_runtime': 12.3456, 'eval_samples_per_second': 81.0, 'eval_steps_per_second': 2.53, 'epoch': {step / steps:.2f}}}"
+            )
+    out.append(
+        f"{{'train_runtime': 1234.5678, 'train_samples_per_second': 97.2, 'train_steps_per_second': 0.38, 'train_loss': {loss + 0.3:.4f}, 'epoch': 1.0}}"
+    )
     # A Lightning run on the same cluster.
     out += [
         "GPU available: True (cuda), used: True",
@@ -248,9 +280,13 @@ def healthy_training_log(ranks: int = 8, steps: int = 300, seed: int = 7) -> byt
         "Sanity Checking DataLoader 0: 100%|██████████| 2/2 [00:00<00:00,  5.12it/s]",
     ]
     for epoch in range(3):
-        out.append(f"Epoch {epoch}: 100%|██████████| 100/100 [00:10<00:00, 9.5it/s, v_num=0, train_loss={1.5 - epoch * 0.2:.3f}]")
+        out.append(
+            f"Epoch {epoch}: 100%|██████████| 100/100 [00:10<00:00, 9.5it/s, v_num=0, train_loss={1.5 - epoch * 0.2:.3f}]"
+        )
         out.append("Validation DataLoader 0: 100%|██████████| 20/20 [00:01<00:00, 15.2it/s]")
-        out.append(f"Metric val_loss improved by 0.0{epoch + 1}2 >= min_delta = 0.0. New best score: {1.4 - epoch * 0.2:.3f}")
+        out.append(
+            f"Metric val_loss improved by 0.0{epoch + 1}2 >= min_delta = 0.0. New best score: {1.4 - epoch * 0.2:.3f}"
+        )
     out += [
         "`Trainer.fit` stopped: `max_epochs=3` reached.",
         "I0605 11:00:00.000000 1400 torch/distributed/elastic/agent/server/api.py:879] [default] worker group successfully finished. Waiting 300 seconds for other agents to finish.",
@@ -258,7 +294,12 @@ def healthy_training_log(ranks: int = 8, steps: int = 300, seed: int = 7) -> byt
         "I0605 11:00:00.200000 1400 torch/distributed/elastic/agent/server/api.py:946] Done waiting for other agents. Elapsed: 0.0012 seconds",
     ]
     # torchrun prefixes the ranks' own output.
-    prefixed = [f"[rank{rnd.randrange(ranks)}]:{line}" if rnd.random() < 0.3 and not line.startswith(("node1:", "[rank")) else line for line in out]
+    prefixed = [
+        f"[rank{rnd.randrange(ranks)}]:{line}"
+        if rnd.random() < 0.3 and not line.startswith(("node1:", "[rank"))
+        else line
+        for line in out
+    ]
     return ("\n".join(prefixed) + "\n").encode("utf-8")
 
 
@@ -282,22 +323,35 @@ def test_healthy_log_stays_quiet(kb: SignatureSet, scanner: Any) -> None:
     causes = {sig.id for sig in kb.by_role("cause")}
     noisy = sorted(
         (sig_id, line_no, lines[line_no - 1])
-        for line_no, sig_id in zip(table.column("line").to_pylist(), table.column("signature").to_pylist())
+        for line_no, sig_id in zip(
+            table.column("line").to_pylist(), table.column("signature").to_pylist()
+        )
         if sig_id in causes and sig_id not in allowed
     )
-    assert not noisy, "cause signatures matched a healthy log:\n" + "\n".join(f"{s} line {n}: {t}" for s, n, t in noisy[:40])
+    assert not noisy, "cause signatures matched a healthy log:\n" + "\n".join(
+        f"{s} line {n}: {t}" for s, n, t in noisy[:40]
+    )
 
 
 def test_healthy_log_generator_is_realistic() -> None:
     log = healthy_training_log().decode("utf-8")
-    for needle in ("Init COMPLETE", "NCCL INFO Bootstrap : Using eth0", "step=100, skipped=0", "'loss': ",
-                   "Epoch 0: 100%|", "Starting elastic_operator", "[rank"):
+    for needle in (
+        "Init COMPLETE",
+        "NCCL INFO Bootstrap : Using eth0",
+        "step=100, skipped=0",
+        "'loss': ",
+        "Epoch 0: 100%|",
+        "Starting elastic_operator",
+        "[rank",
+    ):
         assert needle in log, needle
 
 
 HEALTHY_RUNS = sorted(
-    p.parent for p in (Path(__file__).parent / "corpus" / "cases").glob("*/truth.json")
-    if json.loads(p.read_text()).get("healthy"))
+    p.parent
+    for p in (Path(__file__).parent / "corpus" / "cases").glob("*/truth.json")
+    if json.loads(p.read_text()).get("healthy")
+)
 
 
 @pytest.mark.parametrize("case", HEALTHY_RUNS, ids=[p.name for p in HEALTHY_RUNS])
@@ -307,14 +361,23 @@ def test_real_healthy_runs_stay_quiet(case: Path, kb: SignatureSet, scanner: Any
     table = scanner.scan(logs)
     allowed = _allowlist()
     causes = {sig.id for sig in kb.by_role("cause")}
-    rows = list(zip(table.column("file").to_pylist(), table.column("line").to_pylist(),
-                    table.column("signature").to_pylist()))
+    rows = list(
+        zip(
+            table.column("file").to_pylist(),
+            table.column("line").to_pylist(),
+            table.column("signature").to_pylist(),
+        )
+    )
     # an open-world (catch-all) match yields to any other entry on its line,
     # as in the diagnosis: a benign line the knowledge base knows stays quiet
     claimed = {(f, n) for f, n, s in rows if "catch-all" not in kb[s].marks}
-    noisy = [(f, n, s) for f, n, s in rows
-             if s in causes and s not in allowed
-             and not ("catch-all" in kb[s].marks and (f, n) in claimed)]
+    noisy = [
+        (f, n, s)
+        for f, n, s in rows
+        if s in causes
+        and s not in allowed
+        and not ("catch-all" in kb[s].marks and (f, n) in claimed)
+    ]
     assert not noisy, noisy[:20]
 
 
@@ -326,15 +389,21 @@ def test_healthy_runs_exist() -> None:
 # spelled from the typed vocabulary, so its unit is known: a bare ``timeout``
 # (ms? s? H:MM:SS?), ``code`` (an exit status? an Xid?) or ``exitcode`` would
 # be read wrongly or not at all.
-_QUANTITY_LIKE = re.compile(r"^(?:timeout|exit|exitcode|exit_status|exit_code_\w+|code|ret|retcode|rc|"
-                            r"sig|signo|seconds|secs|seq_?num|step|steps|iter|iters)$")
+_QUANTITY_LIKE = re.compile(
+    r"^(?:timeout|exit|exitcode|exit_status|exit_code_\w+|code|ret|retcode|rc|"
+    r"sig|signo|seconds|secs|seq_?num|step|steps|iter|iters)$"
+)
 
 
 def test_every_extracted_field_is_typed_or_display_only(kb: SignatureSet) -> None:
     from denpex_fast.analysis.causal import FIELD_VOCABULARY
 
-    bad = [(sig.id, name) for sig in kb for name in sig.fields
-           if name not in FIELD_VOCABULARY and _QUANTITY_LIKE.match(name)]
+    bad = [
+        (sig.id, name)
+        for sig in kb
+        for name in sig.fields
+        if name not in FIELD_VOCABULARY and _QUANTITY_LIKE.match(name)
+    ]
     assert not bad, f"fields that look like ranked quantities but are not typed: {bad}"
 
 
@@ -358,13 +427,27 @@ def test_typed_fields_are_consumed_by_the_ranking() -> None:
 def test_typed_timeouts_are_parsed_with_their_unit(kb: SignatureSet) -> None:
     from denpex_fast.analysis.causal import _stall_start, build_events
 
-    line = ("RuntimeError: Timed out initializing process group in store based barrier on rank 3, "
-            "for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=7, timeout=0:30:00)")
-    ev = build_events(pa.table({"file": ["a.log"], "line": pa.array([1], pa.uint64()),
-                                "signature": ["torch-store-based-barrier-timeout"], "text": [line],
-                                "rank": pa.array([3], pa.int32()), "host": pa.array(["n"]),
-                                "ts": pa.array([datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)],
-                                               pa.timestamp("us", tz="UTC"))}), kb)
+    line = (
+        "RuntimeError: Timed out initializing process group in store based barrier on rank 3, "
+        "for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=7, timeout=0:30:00)"
+    )
+    ev = build_events(
+        pa.table(
+            {
+                "file": ["a.log"],
+                "line": pa.array([1], pa.uint64()),
+                "signature": ["torch-store-based-barrier-timeout"],
+                "text": [line],
+                "rank": pa.array([3], pa.int32()),
+                "host": pa.array(["n"]),
+                "ts": pa.array(
+                    [datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)],
+                    pa.timestamp("us", tz="UTC"),
+                ),
+            }
+        ),
+        kb,
+    )
     ev[0].t = ev[0].ts.timestamp()
     start, _ = _stall_start(ev)
     assert start == ev[0].t - 1800

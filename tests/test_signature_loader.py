@@ -64,7 +64,10 @@ def entry(sig_id: str = "demo-one", **changes: Any) -> dict[str, Any]:
         "verify": "grep -c DemoFailureMarker log returns 0",
         "checklist": ["look at the log"],
         "references": ["https://example.com/demo"],
-        "examples": {"match": ["[rank0]: DemoFailureMarker 42"], "nomatch": ["DemoFailureMarker x"]},
+        "examples": {
+            "match": ["[rank0]: DemoFailureMarker 42"],
+            "nomatch": ["DemoFailureMarker x"],
+        },
         "fields": {"number": r"DemoFailureMarker (\d+)"},
     }
     for key, value in changes.items():
@@ -75,8 +78,14 @@ def entry(sig_id: str = "demo-one", **changes: Any) -> dict[str, Any]:
     return base
 
 
-def write(path: Path, entries: list[dict[str, Any]], *, schema: str | None = S.SCHEMA,
-          family: str | None = None, extra: str = "") -> Path:
+def write(
+    path: Path,
+    entries: list[dict[str, Any]],
+    *,
+    schema: str | None = S.SCHEMA,
+    family: str | None = None,
+    extra: str = "",
+) -> Path:
     """Write a signature file; ``family`` defaults to the file stem."""
     lines = []
     if schema is not None:
@@ -106,45 +115,173 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 ENTRY_CASES: list[tuple[str, list[dict[str, Any]], str]] = [
     ("unknown-field", [entry(colour="red")], "signature 'demo-one': field 'colour': unknown field"),
     ("missing-fix", [entry(fix=None)], "signature 'demo-one': field 'fix': missing required field"),
-    ("missing-examples", [entry(examples=None)], "signature 'demo-one': field 'examples': missing required field"),
+    (
+        "missing-examples",
+        [entry(examples=None)],
+        "signature 'demo-one': field 'examples': missing required field",
+    ),
     ("missing-id", [entry(id=None)], "signature #1: field 'id': missing required field"),
     ("bad-id", [entry("Demo_One")], "signature #1: field 'id': 'Demo_One' is not a kebab-case id"),
-    ("title-type", [entry(title=3)], "signature 'demo-one': field 'title': expected a string, got int"),
+    (
+        "title-type",
+        [entry(title=3)],
+        "signature 'demo-one': field 'title': expected a string, got int",
+    ),
     ("title-empty", [entry(title="  ")], "signature 'demo-one': field 'title': must not be empty"),
-    ("title-two-lines", [entry(title="a\nb")], "signature 'demo-one': field 'title': must be a single line"),
-    ("framework-case", [entry(framework="PyTorch")], "signature 'demo-one': field 'framework': 'PyTorch' must be a lower-case name"),
-    ("patterns-type", [entry(patterns="DemoFailureMarker")], "signature 'demo-one': field 'patterns': expected a list of strings, got str"),
-    ("patterns-empty", [entry(patterns=[])], "signature 'demo-one': field 'patterns': needs at least 1 item(s)"),
-    ("pattern-item-type", [entry(patterns=["DemoFailureMarker", 5])], "signature 'demo-one': field 'patterns[1]': expected a string, got int"),
-    ("pattern-newline", [entry(patterns=[r"DemoFailure\nMarker"])], "signature 'demo-one': field 'patterns[0]': must match within one line"),
-    ("role", [entry(role="cuase")], "signature 'demo-one': field 'role': 'cuase' is not one of cause, symptom, context"),
-    ("severity", [entry(severity="critical")], "signature 'demo-one': field 'severity': 'critical' is not one of fatal, error, warning, info"),
-    ("phase", [entry(phase="training")], "signature 'demo-one': field 'phase': 'training' is not one of init,"),
-    ("checklist-empty", [entry(checklist=[])], "signature 'demo-one': field 'checklist': needs at least 1 item(s)"),
-    ("references-empty", [entry(references=[])], "signature 'demo-one': field 'references': needs at least 1 item(s)"),
-    ("reference-not-url", [entry(references=["see issue 12"])], "signature 'demo-one': field 'references[0]': 'see issue 12' is not an http(s) URL"),
-    ("fields-type", [entry(fields=["x"])], "signature 'demo-one': field 'fields': expected a table of name = regex, got list"),
-    ("fields-bad-regex", [entry(fields={"size": r"size=(\d+"})], "signature 'demo-one': field 'fields.size': Python re refuses 'size=(\\\\d+'"),
-    ("fields-no-group", [entry(fields={"size": r"size=\d+"})], "signature 'demo-one': field 'fields.size': needs exactly 1 capture group, found 0"),
-    ("fields-two-groups", [entry(fields={"size": r"(size)=(\d+)"})], "signature 'demo-one': field 'fields.size': needs exactly 1 capture group, found 2"),
-    ("fields-name", [entry(fields={"a-b": r"(x)"})], "signature 'demo-one': field 'fields.a-b': field names must be identifiers"),
-    ("examples-no-match", [entry(examples={"nomatch": ["x"]})], "signature 'demo-one': field 'examples.match': missing required field"),
-    ("examples-empty-match", [entry(examples={"match": []})], "signature 'demo-one': field 'match': needs at least 1 item(s)"),
-    ("examples-unknown", [entry(examples={"match": ["DemoFailureMarker 1"], "maybe": ["x"]})], "signature 'demo-one': field 'examples.maybe': unknown field"),
-    ("examples-multiline", [entry(examples={"match": ["DemoFailureMarker 1\nnext"]})], "signature 'demo-one': field 'examples.match[0]': an example is a single line"),
-    ("caused-by-type", [entry(caused_by="demo-two")], "signature 'demo-one': field 'caused_by': expected a list of strings, got str"),
-    ("caused-by-self", [entry(caused_by=["demo-one"])], "signature 'demo-one': field 'caused_by[0]': an entry cannot refer to itself"),
-    ("triggers-bad-id", [entry(triggers=["Not An Id"])], "signature 'demo-one': field 'triggers[0]': 'Not An Id' is not a kebab-case id"),
-    ("competing-no-control", [entry(competing=[{"id": "demo-two"}])], "signature 'demo-one': field 'competing[0].control': missing required field"),
-    ("competing-extra", [entry(competing=[{"id": "demo-two", "control": "x", "why": "y"}])], "signature 'demo-one': field 'competing[0].why': unknown field"),
-    ("competing-not-table", [entry(competing=["demo-two"])], "signature 'demo-one': field 'competing[0]': expected a table"),
-    ("versions-type", [entry(versions=2)], "signature 'demo-one': field 'versions': expected a string, got int"),
-    ("duplicate-in-file", [entry(), entry()], "signature 'demo-one': field 'id': duplicate id, already defined in"),
+    (
+        "title-two-lines",
+        [entry(title="a\nb")],
+        "signature 'demo-one': field 'title': must be a single line",
+    ),
+    (
+        "framework-case",
+        [entry(framework="PyTorch")],
+        "signature 'demo-one': field 'framework': 'PyTorch' must be a lower-case name",
+    ),
+    (
+        "patterns-type",
+        [entry(patterns="DemoFailureMarker")],
+        "signature 'demo-one': field 'patterns': expected a list of strings, got str",
+    ),
+    (
+        "patterns-empty",
+        [entry(patterns=[])],
+        "signature 'demo-one': field 'patterns': needs at least 1 item(s)",
+    ),
+    (
+        "pattern-item-type",
+        [entry(patterns=["DemoFailureMarker", 5])],
+        "signature 'demo-one': field 'patterns[1]': expected a string, got int",
+    ),
+    (
+        "pattern-newline",
+        [entry(patterns=[r"DemoFailure\nMarker"])],
+        "signature 'demo-one': field 'patterns[0]': must match within one line",
+    ),
+    (
+        "role",
+        [entry(role="cuase")],
+        "signature 'demo-one': field 'role': 'cuase' is not one of cause, symptom, context",
+    ),
+    (
+        "severity",
+        [entry(severity="critical")],
+        "signature 'demo-one': field 'severity': 'critical' is not one of fatal, error, warning, info",
+    ),
+    (
+        "phase",
+        [entry(phase="training")],
+        "signature 'demo-one': field 'phase': 'training' is not one of init,",
+    ),
+    (
+        "checklist-empty",
+        [entry(checklist=[])],
+        "signature 'demo-one': field 'checklist': needs at least 1 item(s)",
+    ),
+    (
+        "references-empty",
+        [entry(references=[])],
+        "signature 'demo-one': field 'references': needs at least 1 item(s)",
+    ),
+    (
+        "reference-not-url",
+        [entry(references=["see issue 12"])],
+        "signature 'demo-one': field 'references[0]': 'see issue 12' is not an http(s) URL",
+    ),
+    (
+        "fields-type",
+        [entry(fields=["x"])],
+        "signature 'demo-one': field 'fields': expected a table of name = regex, got list",
+    ),
+    (
+        "fields-bad-regex",
+        [entry(fields={"size": r"size=(\d+"})],
+        "signature 'demo-one': field 'fields.size': Python re refuses 'size=(\\\\d+'",
+    ),
+    (
+        "fields-no-group",
+        [entry(fields={"size": r"size=\d+"})],
+        "signature 'demo-one': field 'fields.size': needs exactly 1 capture group, found 0",
+    ),
+    (
+        "fields-two-groups",
+        [entry(fields={"size": r"(size)=(\d+)"})],
+        "signature 'demo-one': field 'fields.size': needs exactly 1 capture group, found 2",
+    ),
+    (
+        "fields-name",
+        [entry(fields={"a-b": r"(x)"})],
+        "signature 'demo-one': field 'fields.a-b': field names must be identifiers",
+    ),
+    (
+        "examples-no-match",
+        [entry(examples={"nomatch": ["x"]})],
+        "signature 'demo-one': field 'examples.match': missing required field",
+    ),
+    (
+        "examples-empty-match",
+        [entry(examples={"match": []})],
+        "signature 'demo-one': field 'match': needs at least 1 item(s)",
+    ),
+    (
+        "examples-unknown",
+        [entry(examples={"match": ["DemoFailureMarker 1"], "maybe": ["x"]})],
+        "signature 'demo-one': field 'examples.maybe': unknown field",
+    ),
+    (
+        "examples-multiline",
+        [entry(examples={"match": ["DemoFailureMarker 1\nnext"]})],
+        "signature 'demo-one': field 'examples.match[0]': an example is a single line",
+    ),
+    (
+        "caused-by-type",
+        [entry(caused_by="demo-two")],
+        "signature 'demo-one': field 'caused_by': expected a list of strings, got str",
+    ),
+    (
+        "caused-by-self",
+        [entry(caused_by=["demo-one"])],
+        "signature 'demo-one': field 'caused_by[0]': an entry cannot refer to itself",
+    ),
+    (
+        "triggers-bad-id",
+        [entry(triggers=["Not An Id"])],
+        "signature 'demo-one': field 'triggers[0]': 'Not An Id' is not a kebab-case id",
+    ),
+    (
+        "competing-no-control",
+        [entry(competing=[{"id": "demo-two"}])],
+        "signature 'demo-one': field 'competing[0].control': missing required field",
+    ),
+    (
+        "competing-extra",
+        [entry(competing=[{"id": "demo-two", "control": "x", "why": "y"}])],
+        "signature 'demo-one': field 'competing[0].why': unknown field",
+    ),
+    (
+        "competing-not-table",
+        [entry(competing=["demo-two"])],
+        "signature 'demo-one': field 'competing[0]': expected a table",
+    ),
+    (
+        "versions-type",
+        [entry(versions=2)],
+        "signature 'demo-one': field 'versions': expected a string, got int",
+    ),
+    (
+        "duplicate-in-file",
+        [entry(), entry()],
+        "signature 'demo-one': field 'id': duplicate id, already defined in",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "entries", "fragment"), ENTRY_CASES, ids=[c[0] for c in ENTRY_CASES])
-def test_entry_refusals(tmp_path: Path, name: str, entries: list[dict[str, Any]], fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "entries", "fragment"), ENTRY_CASES, ids=[c[0] for c in ENTRY_CASES]
+)
+def test_entry_refusals(
+    tmp_path: Path, name: str, entries: list[dict[str, Any]], fragment: str
+) -> None:
     path = write(tmp_path / "demo.toml", entries)
     with pytest.raises(SignatureError) as info:
         load_signatures([path], builtin=False)
@@ -156,18 +293,44 @@ def test_entry_refusals(tmp_path: Path, name: str, entries: list[dict[str, Any]]
 
 # (case name, file stem, file text, expected fragment)
 FILE_CASES: list[tuple[str, str, str, str]] = [
-    ("schema-version", "demo", 'schema = "denpex.signatures/2"\nfamily = "demo"\n',
-     "field 'schema': unsupported schema version 'denpex.signatures/2'; this loader reads 'denpex.signatures/1'"),
+    (
+        "schema-version",
+        "demo",
+        'schema = "denpex.signatures/2"\nfamily = "demo"\n',
+        "field 'schema': unsupported schema version 'denpex.signatures/2'; this loader reads 'denpex.signatures/1'",
+    ),
     ("schema-missing", "demo", 'family = "demo"\n', "field 'schema': missing"),
-    ("family-mismatch", "demo", 'schema = "denpex.signatures/1"\nfamily = "other"\n', "field 'family': expected 'demo' (the file name), got 'other'"),
-    ("unknown-top-level", "demo", 'schema = "denpex.signatures/1"\nfamily = "demo"\nowner = "me"\n', "field 'owner': unknown top-level field"),
-    ("signature-not-array", "demo", 'schema = "denpex.signatures/1"\nfamily = "demo"\nsignature = 3\n', "field 'signature': expected [[signature]] tables"),
+    (
+        "family-mismatch",
+        "demo",
+        'schema = "denpex.signatures/1"\nfamily = "other"\n',
+        "field 'family': expected 'demo' (the file name), got 'other'",
+    ),
+    (
+        "unknown-top-level",
+        "demo",
+        'schema = "denpex.signatures/1"\nfamily = "demo"\nowner = "me"\n',
+        "field 'owner': unknown top-level field",
+    ),
+    (
+        "signature-not-array",
+        "demo",
+        'schema = "denpex.signatures/1"\nfamily = "demo"\nsignature = 3\n',
+        "field 'signature': expected [[signature]] tables",
+    ),
     ("not-toml", "demo", "schema = \n", "not valid TOML"),
-    ("entry-not-table", "demo", 'schema = "denpex.signatures/1"\nfamily = "demo"\nsignature = [1]\n', "signature #1: expected a [[signature]] table"),
+    (
+        "entry-not-table",
+        "demo",
+        'schema = "denpex.signatures/1"\nfamily = "demo"\nsignature = [1]\n',
+        "signature #1: expected a [[signature]] table",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "stem", "text", "fragment"), FILE_CASES, ids=[c[0] for c in FILE_CASES])
+@pytest.mark.parametrize(
+    ("name", "stem", "text", "fragment"), FILE_CASES, ids=[c[0] for c in FILE_CASES]
+)
 def test_file_refusals(tmp_path: Path, name: str, stem: str, text: str, fragment: str) -> None:
     path = tmp_path / f"{stem}.toml"
     path.write_text(text, encoding="utf-8")
@@ -179,7 +342,10 @@ def test_file_refusals(tmp_path: Path, name: str, stem: str, text: str, fragment
 
 def test_family_prefix_is_enforced_for_shipped_families(tmp_path: Path) -> None:
     path = write(tmp_path / "numerics.toml", [entry("demo-one")])
-    with pytest.raises(SignatureError, match=r"signature 'demo-one': field 'id': ids in family 'numerics' start with num-"):
+    with pytest.raises(
+        SignatureError,
+        match=r"signature 'demo-one': field 'id': ids in family 'numerics' start with num-",
+    ):
         load_file(path)
 
 
@@ -199,11 +365,19 @@ def test_missing_path_is_refused(tmp_path: Path) -> None:
 
 
 def test_dangling_references_are_warnings_when_loading(tmp_path: Path) -> None:
-    path = write(tmp_path / "demo.toml", [entry(caused_by=["nope-missing"], competing=[{"id": "nope-other", "control": "x"}])])
+    path = write(
+        tmp_path / "demo.toml",
+        [entry(caused_by=["nope-missing"], competing=[{"id": "nope-other", "control": "x"}])],
+    )
     kb = load_signatures([path], builtin=False)
     assert len(kb) == 1
-    assert f"{path}: signature 'demo-one': field 'caused_by': unknown id 'nope-missing'" in kb.warnings
-    assert f"{path}: signature 'demo-one': field 'competing[0].id': unknown id 'nope-other'" in kb.warnings
+    assert (
+        f"{path}: signature 'demo-one': field 'caused_by': unknown id 'nope-missing'" in kb.warnings
+    )
+    assert (
+        f"{path}: signature 'demo-one': field 'competing[0].id': unknown id 'nope-other'"
+        in kb.warnings
+    )
 
 
 def test_dangling_references_are_errors_in_check(tmp_path: Path) -> None:
@@ -214,41 +388,76 @@ def test_dangling_references_are_errors_in_check(tmp_path: Path) -> None:
 
 
 def test_check_collects_every_problem(tmp_path: Path) -> None:
-    path = write(tmp_path / "demo.toml", [entry(role="x"), entry("demo-two", severity="y"),
-                                          entry("demo-three", role="symptom")])
+    path = write(
+        tmp_path / "demo.toml",
+        [entry(role="x"), entry("demo-two", severity="y"), entry("demo-three", role="symptom")],
+    )
     problems, _notes, count = check_signatures([path])
     assert count == 1  # only demo-three parsed
     assert any("'demo-one': field 'role'" in p for p in problems)
     assert any("'demo-two': field 'severity'" in p for p in problems)
-    assert f"{path}: signature 'demo-three': field 'caused_by': a symptom names at least one cause" in problems
+    assert (
+        f"{path}: signature 'demo-three': field 'caused_by': a symptom names at least one cause"
+        in problems
+    )
 
 
 def test_check_lints_pattern_literals(tmp_path: Path) -> None:
-    path = write(tmp_path / "demo.toml", [entry(patterns=[r".*DemoFailureMarker", r"\d+ ab \d+"],
-                                                examples={"match": ["DemoFailureMarker 1 ab 2"]})])
+    path = write(
+        tmp_path / "demo.toml",
+        [
+            entry(
+                patterns=[r".*DemoFailureMarker", r"\d+ ab \d+"],
+                examples={"match": ["DemoFailureMarker 1 ab 2"]},
+            )
+        ],
+    )
     problems, _notes, _count = check_signatures([path])
-    assert f"{path}: signature 'demo-one': field 'patterns[0]': must not start with '.*'" in problems
-    assert f"{path}: signature 'demo-one': field 'patterns[1]': needs a literal of at least 6 characters" in problems
+    assert (
+        f"{path}: signature 'demo-one': field 'patterns[0]': must not start with '.*'" in problems
+    )
+    assert (
+        f"{path}: signature 'demo-one': field 'patterns[1]': needs a literal of at least 6 characters"
+        in problems
+    )
 
 
 def test_check_runs_examples(tmp_path: Path) -> None:
-    path = write(tmp_path / "demo.toml", [entry(examples={"match": ["nothing here"], "nomatch": ["DemoFailureMarker 7"]})])
+    path = write(
+        tmp_path / "demo.toml",
+        [entry(examples={"match": ["nothing here"], "nomatch": ["DemoFailureMarker 7"]})],
+    )
     problems, _notes, _count = check_signatures([path])
-    assert any(p.startswith(f"{path}: signature 'demo-one': field 'examples.match[0]': does not match") for p in problems)
-    assert any(p.startswith(f"{path}: signature 'demo-one': field 'examples.nomatch[0]': matches") for p in problems)
+    assert any(
+        p.startswith(f"{path}: signature 'demo-one': field 'examples.match[0]': does not match")
+        for p in problems
+    )
+    assert any(
+        p.startswith(f"{path}: signature 'demo-one': field 'examples.nomatch[0]': matches")
+        for p in problems
+    )
 
 
 def test_hyperscan_refusal_names_file_id_and_pattern(tmp_path: Path) -> None:
     pytest.importorskip("denpex_fast._denpex_scan")
     # Backreferences are outside the Hyperscan subset.
-    path = write(tmp_path / "demo.toml", [entry(), entry("demo-two", patterns=["DemoFailureMarker", r"(abcdef)\1"])])
+    path = write(
+        tmp_path / "demo.toml",
+        [entry(), entry("demo-two", patterns=["DemoFailureMarker", r"(abcdef)\1"])],
+    )
     with pytest.raises(SignatureError) as info:
         load_signatures([path], builtin=False)
     message = str(info.value)
-    assert message.startswith(f"{path}: signature 'demo-two': field 'patterns[1]': Hyperscan refuses '(abcdef)\\\\1': ")
-    assert len(message) > len(f"{path}: signature 'demo-two': field 'patterns[1]': Hyperscan refuses '(abcdef)\\\\1': ")
+    assert message.startswith(
+        f"{path}: signature 'demo-two': field 'patterns[1]': Hyperscan refuses '(abcdef)\\\\1': "
+    )
+    assert len(message) > len(
+        f"{path}: signature 'demo-two': field 'patterns[1]': Hyperscan refuses '(abcdef)\\\\1': "
+    )
     problems, _notes, _count = check_signatures([path])
-    assert any("signature 'demo-two': field 'patterns[1]': Hyperscan refuses" in p for p in problems)
+    assert any(
+        "signature 'demo-two': field 'patterns[1]': Hyperscan refuses" in p for p in problems
+    )
 
 
 # --------------------------------------------------------------------------- precedence
@@ -262,7 +471,9 @@ def test_precedence_pyproject_env_paths(tmp_path: Path, monkeypatch: pytest.Monk
     project = tmp_path / "project"
     (project / "sub" / "deeper").mkdir(parents=True)
     write(project / "kb" / "proj.toml", [entry(title="from pyproject"), entry("demo-two")])
-    (project / "pyproject.toml").write_text('[tool.denpex_fast]\nsignatures = ["kb"]\n', encoding="utf-8")
+    (project / "pyproject.toml").write_text(
+        '[tool.denpex_fast]\nsignatures = ["kb"]\n', encoding="utf-8"
+    )
     monkeypatch.chdir(project / "sub" / "deeper")  # the nearest pyproject.toml is found upwards
 
     kb = load_signatures(builtin=False)
@@ -280,7 +491,9 @@ def test_precedence_pyproject_env_paths(tmp_path: Path, monkeypatch: pytest.Monk
     assert _title(kb) == "from paths"
 
 
-def test_env_var_later_entries_override_earlier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_var_later_entries_override_earlier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a = write(tmp_path / "a" / "team.toml", [entry(title="team")])
     b = write(tmp_path / "b" / "mine.toml", [entry(title="mine")])
     monkeypatch.setenv(ENV_VAR, f"{a}{os.pathsep}{b.parent}{os.pathsep}")  # empty items are skipped
@@ -288,9 +501,13 @@ def test_env_var_later_entries_override_earlier(tmp_path: Path, monkeypatch: pyt
     assert _title(kb) == "mine"
 
 
-def test_nearest_pyproject_wins_even_without_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nearest_pyproject_wins_even_without_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write(tmp_path / "outer" / "kb" / "x.toml", [entry()])
-    (tmp_path / "outer" / "pyproject.toml").write_text('[tool.denpex_fast]\nsignatures = ["kb"]\n', encoding="utf-8")
+    (tmp_path / "outer" / "pyproject.toml").write_text(
+        '[tool.denpex_fast]\nsignatures = ["kb"]\n', encoding="utf-8"
+    )
     inner = tmp_path / "outer" / "inner"
     inner.mkdir()
     (inner / "pyproject.toml").write_text('[project]\nname = "inner"\n', encoding="utf-8")
@@ -299,14 +516,20 @@ def test_nearest_pyproject_wins_even_without_table(tmp_path: Path, monkeypatch: 
 
 
 def test_bad_pyproject_setting_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.denpex_fast]\nsignatures = "kb"\n', encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.denpex_fast]\nsignatures = "kb"\n', encoding="utf-8"
+    )
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SignatureError, match=r"pyproject.toml: field 'tool.denpex_fast.signatures'"):
+    with pytest.raises(
+        SignatureError, match=r"pyproject.toml: field 'tool.denpex_fast.signatures'"
+    ):
         load_signatures(builtin=False)
 
 
 def test_user_entry_overrides_builtin(tmp_path: Path) -> None:
-    path = write(tmp_path / "override.toml", [entry("os-segfault", title="site-specific segfault advice")])
+    path = write(
+        tmp_path / "override.toml", [entry("os-segfault", title="site-specific segfault advice")]
+    )
     kb = load_signatures([path])
     assert kb["os-segfault"].title == "site-specific segfault advice"
     assert kb["os-segfault"].source == str(path)
@@ -317,18 +540,26 @@ def test_user_entry_overrides_builtin(tmp_path: Path) -> None:
 
 
 def test_signature_set_api(tmp_path: Path) -> None:
-    path = write(tmp_path / "demo.toml", [
-        entry("demo-b", role="symptom", caused_by=["demo-a"]),
-        entry("demo-a", competing=[{"id": "demo-b", "control": "look at the rank"}]),
-    ])
+    path = write(
+        tmp_path / "demo.toml",
+        [
+            entry("demo-b", role="symptom", caused_by=["demo-a"]),
+            entry("demo-a", competing=[{"id": "demo-b", "control": "look at the rank"}]),
+        ],
+    )
     kb = load_signatures([path], builtin=False)
     assert kb.ids == ("demo-a", "demo-b") and [s.id for s in kb] == ["demo-a", "demo-b"]
     assert len(kb) == 2 and kb.warnings == ()
-    assert kb.patterns() == {"demo-a": [r"DemoFailureMarker \d+"], "demo-b": [r"DemoFailureMarker \d+"]}
+    assert kb.patterns() == {
+        "demo-a": [r"DemoFailureMarker \d+"],
+        "demo-b": [r"DemoFailureMarker \d+"],
+    }
     assert [s.id for s in kb.by_role("symptom")] == ["demo-b"]
     with pytest.raises(ValueError):
         kb.by_role("victim")
-    assert kb.extract_fields("demo-a", "[rank3]: DemoFailureMarker 1234 happened") == {"number": "1234"}
+    assert kb.extract_fields("demo-a", "[rank3]: DemoFailureMarker 1234 happened") == {
+        "number": "1234"
+    }
     assert kb.extract_fields("demo-a", "unrelated") == {}
     assert kb["demo-a"].competing == (("demo-b", "look at the rank"),)
     assert kb["demo-a"].examples_match == ("[rank0]: DemoFailureMarker 42",)
@@ -341,8 +572,12 @@ def test_signature_set_api(tmp_path: Path) -> None:
         kb["demo-a"].fields["new"] = "(x)"  # type: ignore[index]
     assert hash(kb["demo-a"]) == hash(kb["demo-a"])
 
-    other = SignatureSet([dataclasses.replace(kb["demo-a"], title="patched"),
-                          dataclasses.replace(kb["demo-a"], id="demo-c", competing=())])
+    other = SignatureSet(
+        [
+            dataclasses.replace(kb["demo-a"], title="patched"),
+            dataclasses.replace(kb["demo-a"], id="demo-c", competing=()),
+        ]
+    )
     merged = kb.merged_with(other)
     assert merged.ids == ("demo-a", "demo-b", "demo-c") and merged["demo-a"].title == "patched"
     assert kb["demo-a"].title == "Demo failure"  # the original set is unchanged
@@ -361,7 +596,9 @@ def test_builtin_dir_holds_the_repository_files() -> None:
     assert shipped == repo and "python_os.toml" in shipped
 
 
-def test_builtin_dir_from_installed_package_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_builtin_dir_from_installed_package_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # An installed wheel ships the files as the data-only package denpex_fast.builtin_signatures.
     data = tmp_path / "site" / "builtin_signatures"
     write(data / "demo.toml", [entry()])

@@ -43,7 +43,8 @@ def test_tar_and_tar_gz_diagnose_like_the_directory(job: Path) -> None:
         assert _key(d) == _key(ref), name
         # labels name the member inside the archive, never the private copy
         assert d.initiating.file == f"{job / name}::job/" + os.path.relpath(
-            ref.initiating.file, job / "job")
+            ref.initiating.file, job / "job"
+        )
         files = set(d.table.column("file").cast("string").to_pylist())
         assert all("::job/" in f for f in files), files
 
@@ -51,14 +52,23 @@ def test_tar_and_tar_gz_diagnose_like_the_directory(job: Path) -> None:
 def test_stdin_diagnoses_like_the_file(job: Path) -> None:
     console = job / "job" / "node1" / "console.log"
     ref = dx.diagnose(str(console))
-    out = subprocess.run([sys.executable, "-m", "denpex_fast", "diagnose", "-", "--format", "json"],
-                         stdin=open(console, "rb"), capture_output=True, check=False,
-                         cwd=job)  # outside the source tree: the installed package runs
+    out = subprocess.run(
+        [sys.executable, "-m", "denpex_fast", "diagnose", "-", "--format", "json"],
+        stdin=open(console, "rb"),
+        capture_output=True,
+        check=False,
+        cwd=job,
+    )  # outside the source tree: the installed package runs
     assert out.returncode == 1, out.stderr
     d = json.loads(out.stdout)
     i = d["initiating"]
     assert (d["verdict"], i["signature"], i["line"], i["rank"], i["file"]) == (
-        ref.verdict, ref.initiating.signature, ref.initiating.line, ref.initiating.rank, "-")
+        ref.verdict,
+        ref.initiating.signature,
+        ref.initiating.line,
+        ref.initiating.rank,
+        "-",
+    )
     assert i["ts"] == ref.initiating.ts.isoformat()
 
 

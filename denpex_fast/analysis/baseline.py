@@ -26,12 +26,14 @@ from ..io.sources import CorruptInput, Input, LimitExceeded, open_reader, resolv
 CHUNK = 4 << 20
 MAX_TEXT = 1024
 
-DIVERGENCE_SCHEMA = pa.schema([
-    pa.field("file", pa.string()),
-    pa.field("line", pa.uint64()),
-    pa.field("offset", pa.uint64()),
-    pa.field("text", pa.string()),
-])
+DIVERGENCE_SCHEMA = pa.schema(
+    [
+        pa.field("file", pa.string()),
+        pa.field("line", pa.uint64()),
+        pa.field("offset", pa.uint64()),
+        pa.field("text", pa.string()),
+    ]
+)
 
 
 def _chunks(inp: Input, errors: list[FileError]) -> Iterator[tuple[bytearray, int, int]]:
@@ -62,7 +64,7 @@ def _chunks(inp: Input, errors: list[FileError]) -> Iterator[tuple[bytearray, in
             if cut == 0:
                 if fill == len(buf):
                     bigger = bytearray(2 * len(buf))  # one long line: grow (a new
-                    bigger[:fill] = buf[:fill]          # buffer: views of the old may live)
+                    bigger[:fill] = buf[:fill]  # buffer: views of the old may live)
                     buf = bigger
                 continue
             yield buf, cut, base
@@ -86,8 +88,9 @@ def template_set(paths: Any, errors: list[FileError] | None = None) -> _native.T
     return known
 
 
-def first_divergence(paths: Any, baseline: Any, *, per_file: int = 20,
-                     errors: list[FileError] | None = None) -> pa.Table:
+def first_divergence(
+    paths: Any, baseline: Any, *, per_file: int = 20, errors: list[FileError] | None = None
+) -> pa.Table:
     """Per file of ``paths``, the first ``per_file`` lines whose template the
     baseline (paths of a healthy run, or a template set) never printed."""
     errs = errors if errors is not None else []
@@ -100,13 +103,14 @@ def first_divergence(paths: Any, baseline: Any, *, per_file: int = 20,
         line_base = 0
         found = 0
         for buf, length, base in _chunks(inp, errs):
-            lines, offsets, _, nl = known.new_lines(seen, buf, length, base_offset=base,
-                                                    base_line=line_base, cap=per_file - found)
+            lines, offsets, _, nl = known.new_lines(
+                seen, buf, length, base_offset=base, base_line=line_base, cap=per_file - found
+            )
             for ln, off in zip(lines.tolist(), offsets.tolist()):
                 start = off - base
                 end = buf.find(b"\n", start, length)
                 end = length if end < 0 else end
-                text = bytes(buf[start:min(end, start + MAX_TEXT)]).rstrip(b"\r")
+                text = bytes(buf[start : min(end, start + MAX_TEXT)]).rstrip(b"\r")
                 rows["file"].append(inp.name)
                 rows["line"].append(ln)
                 rows["offset"].append(off)

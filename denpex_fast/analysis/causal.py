@@ -101,7 +101,7 @@ AGENT_SIGTERM_CODES = frozenset({-15, 143})
 class Event:
     """One match with what the ranking needs to know about it."""
 
-    index: int                 # row in the match table
+    index: int  # row in the match table
     signature: str
     role: str
     severity: str
@@ -111,18 +111,24 @@ class Event:
     text: str
     rank: int | None
     host: str | None
-    ts: datetime | None        # as attributed (host clock)
+    ts: datetime | None  # as attributed (host clock)
     fields: dict[str, str] = field(default_factory=dict)
-    t: float | None = None     # corrected seconds since the epoch (skew applied)
+    t: float | None = None  # corrected seconds since the epoch (skew applied)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "signature": self.signature, "role": self.role, "severity": self.severity,
-            "rank": self.rank, "host": self.host, "file": self.file, "line": self.line,
-            "ts": self.ts.isoformat() if self.ts else None, "text": self.text,
+            "signature": self.signature,
+            "role": self.role,
+            "severity": self.severity,
+            "rank": self.rank,
+            "host": self.host,
+            "file": self.file,
+            "line": self.line,
+            "ts": self.ts.isoformat() if self.ts else None,
+            "text": self.text,
             "fields": dict(self.fields),
         }
 
@@ -132,7 +138,7 @@ class Skew:
     """Per-host clock offsets (seconds to subtract) and the uncertainty bound."""
 
     offsets: dict[str, float]
-    bound: float                          # seconds; inf when hosts share no event
+    bound: float  # seconds; inf when hosts share no event
     evidence: list[str] = field(default_factory=list)
 
     def correct(self, host: str | None, t: float) -> float:
@@ -146,18 +152,18 @@ class Ranking:
     initiating: Event | None
     confidence: float
     reasons: list[str]
-    verdict: str              # "failure" | "suspect" | "stopped" | "no-failure-found"
-    suspect_rank: int | None = None            # the rank of the top candidate
-    candidates: list[Event] = field(default_factory=list)   # other candidates, best first
+    verdict: str  # "failure" | "suspect" | "stopped" | "no-failure-found"
+    suspect_rank: int | None = None  # the rank of the top candidate
+    candidates: list[Event] = field(default_factory=list)  # other candidates, best first
     indistinguishable: list[Event] = field(default_factory=list)
     skew: Skew | None = None
     events: list[Event] = field(default_factory=list)
     stall_start: float | None = None
     incidents: list[Incident] = field(default_factory=list)  # the candidates, in feature order
     features: np.ndarray | None = None
-    top: int | None = None                     # index of the chosen candidate
-    probability: float = 0.0                   # its softmax probability
-    stopped_after: Event | None = None         # verdict "stopped": the last progress line
+    top: int | None = None  # index of the chosen candidate
+    probability: float = 0.0  # its softmax probability
+    stopped_after: Event | None = None  # verdict "stopped": the last progress line
 
     @property
     def incident(self) -> Incident | None:
@@ -236,9 +242,22 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
         else:
             role, severity, phase = sig.role, sig.severity, sig.phase
             fields = sig.extract_fields(cols["text"][i]) if sig.fields else {}
-        events.append(Event(i, sig_id, role, severity, phase, cols["file"][i], cols["line"][i],
-                            cols["text"][i], cols["rank"][i], cols["host"][i], cols["ts"][i],
-                            fields))
+        events.append(
+            Event(
+                i,
+                sig_id,
+                role,
+                severity,
+                phase,
+                cols["file"][i],
+                cols["line"][i],
+                cols["text"][i],
+                cols["rank"][i],
+                cols["host"][i],
+                cols["ts"][i],
+                fields,
+            )
+        )
     return events
 
 
@@ -267,8 +286,11 @@ def estimate_skew(events: Sequence[Event]) -> Skew:
         groups[gk][e.host] = t if prev is None else min(prev, t)
     shared = {k: v for k, v in groups.items() if len(v) >= 2}
     if not shared:
-        return Skew({h: 0.0 for h in hosts}, math.inf,
-                    ["no event is shared by two hosts: cross-host order is unknown"])
+        return Skew(
+            {h: 0.0 for h in hosts},
+            math.inf,
+            ["no event is shared by two hosts: cross-host order is unknown"],
+        )
     count: dict[str, int] = defaultdict(int)
     for v in shared.values():
         for h in v:
@@ -282,10 +304,14 @@ def estimate_skew(events: Sequence[Event]) -> Skew:
     offsets = {h: _median(d) for h, d in diffs.items()}
     residual = max((abs(x - offsets[h]) for h, d in diffs.items() for x in d), default=0.0)
     unlinked = sorted(hosts - set(offsets))
-    evidence = [f"clock offsets from {len(shared)} event group(s) shared across hosts "
-                f"(reference {ref})"]
-    evidence += [f"host {h}: {offsets[h]:+.3f} s" for h in sorted(offsets) if h != ref
-                 and abs(offsets[h]) >= 0.001]
+    evidence = [
+        f"clock offsets from {len(shared)} event group(s) shared across hosts (reference {ref})"
+    ]
+    evidence += [
+        f"host {h}: {offsets[h]:+.3f} s"
+        for h in sorted(offsets)
+        if h != ref and abs(offsets[h]) >= 0.001
+    ]
     bound = max(residual, DEFAULT_SKEW_FLOOR_S)
     if unlinked:
         evidence.append(f"no shared event links host(s) {', '.join(unlinked)} to {ref}")
@@ -325,13 +351,16 @@ def _stall_start(events: Sequence[Event]) -> tuple[float | None, list[str]]:
         start = e.t - secs
         if best is None or start < best:
             best = start
-            notes = [f"{e.signature} at {e.where()} reports a {secs:g} s timeout: "
-                     f"the stall began near {datetime.fromtimestamp(start, tz=timezone.utc).isoformat()}"]
+            notes = [
+                f"{e.signature} at {e.where()} reports a {secs:g} s timeout: "
+                f"the stall began near {datetime.fromtimestamp(start, tz=timezone.utc).isoformat()}"
+            ]
     return best, notes
 
 
-def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int],
-                      kb: Any = None) -> tuple[int | None, list[str]]:
+def _watchdog_suspect(
+    events: Sequence[Event], known_ranks: set[int], kb: Any = None
+) -> tuple[int | None, list[str]]:
     """A rank that never entered the collective the others time out in."""
     by_seq: dict[float, set[int]] = defaultdict(set)
     enqueued: dict[int, float] = {}
@@ -353,55 +382,77 @@ def _watchdog_suspect(events: Sequence[Event], known_ranks: set[int],
         # timeout were waiting; the one known rank that reports none is the suspect
         by_sig: dict[str, set[int]] = defaultdict(set)
         for e in events:
-            if e.role == "symptom" and e.phase in ("communication", "rendezvous") and e.rank is not None:
+            if (
+                e.role == "symptom"
+                and e.phase in ("communication", "rendezvous")
+                and e.rank is not None
+            ):
                 by_sig[e.phase].add(e.rank)
         waiting_any = set().union(*by_sig.values()) if by_sig else set()
         # with env:// or tcp:// initialisation rank 0 hosts the store: when
         # the others cannot even connect to it and it printed nothing, it is
         # the one that never came up
-        reach = {e.rank for e in events if e.rank is not None
-                 and "unreachable" in marks(kb, e.signature)}
+        reach = {
+            e.rank for e in events if e.rank is not None and "unreachable" in marks(kb, e.signature)
+        }
         if len(reach) >= 2 and sorted(known_ranks - reach - waiting_any) == [0]:
-            return 0, [f"{len(reach)} ranks cannot connect to the store; rank 0, which hosts it "
-                       f"with env:// initialisation, printed no error: it never came up"]
+            return 0, [
+                f"{len(reach)} ranks cannot connect to the store; rank 0, which hosts it "
+                f"with env:// initialisation, printed no error: it never came up"
+            ]
         if not by_sig:
             return None, []
         sig, waiting = max(by_sig.items(), key=lambda kv: len(kv[1]))
         sig = f"a {sig} timeout"
         silent = sorted(known_ranks - waiting)
         if len(waiting) >= 2 and len(silent) == 1:
-            return silent[0], [f"{len(waiting)} ranks report {sig}; rank {silent[0]} does not: "
-                               f"the others were waiting for it"]
-        if (len(waiting) >= 2 and len(silent) == 2 and silent[0] == 0
-                and sig == "a rendezvous timeout"):
+            return silent[0], [
+                f"{len(waiting)} ranks report {sig}; rank {silent[0]} does not: "
+                f"the others were waiting for it"
+            ]
+        if (
+            len(waiting) >= 2
+            and len(silent) == 2
+            and silent[0] == 0
+            and sig == "a rendezvous timeout"
+        ):
             # with env:// or tcp:// initialisation rank 0 hosts the store: it
             # waits on the server side, without the clients' timeout message
-            return silent[1], [f"{len(waiting)} ranks report {sig}; ranks 0 and {silent[1]} do "
-                               f"not, and rank 0 hosts the store: the others were waiting "
-                               f"for rank {silent[1]}"]
+            return silent[1], [
+                f"{len(waiting)} ranks report {sig}; ranks 0 and {silent[1]} do "
+                f"not, and rank 0 hosts the store: the others were waiting "
+                f"for rank {silent[1]}"
+            ]
         return None, []
     seq, waiting = max(by_seq.items(), key=lambda kv: (len(kv[1]), -kv[0]))
     if enqueued:
         top = max(enqueued.values())
         behind = sorted(r for r, v in enqueued.items() if v < top)
         if len(behind) == 1:
-            return behind[0], [f"rank {behind[0]} enqueued NCCL work {enqueued[behind[0]]:g}, "
-                               f"the other ranks {top:g}: it never entered the collective"]
+            return behind[0], [
+                f"rank {behind[0]} enqueued NCCL work {enqueued[behind[0]]:g}, "
+                f"the other ranks {top:g}: it never entered the collective"
+            ]
     if completed:
         top = max(completed.values())
         behind = sorted(r for r, v in completed.items() if v < top)
         if len(behind) == 1:
-            return behind[0], [f"rank {behind[0]} completed NCCL work {completed[behind[0]]:g}, "
-                               f"the other ranks {top:g}: it fell behind first"]
+            return behind[0], [
+                f"rank {behind[0]} completed NCCL work {completed[behind[0]]:g}, "
+                f"the other ranks {top:g}: it fell behind first"
+            ]
     silent = sorted(known_ranks - waiting)
     if len(waiting) >= 2 and len(silent) == 1:
-        return silent[0], [f"{len(waiting)} ranks time out in collective SeqNum {seq:g}; "
-                           f"rank {silent[0]} does not: it never entered it"]
+        return silent[0], [
+            f"{len(waiting)} ranks time out in collective SeqNum {seq:g}; "
+            f"rank {silent[0]} does not: it never entered it"
+        ]
     return None, []
 
 
-def _progress_suspect(events: Sequence[Event],
-                      progress: dict[int, int] | None = None) -> tuple[int | None, list[str]]:
+def _progress_suspect(
+    events: Sequence[Event], progress: dict[int, int] | None = None
+) -> tuple[int | None, list[str]]:
     """The rank whose last progress line shows the lowest step."""
     last: dict[int, float] = {r: float(s) for r, s in (progress or {}).items()}
     for e in events:
@@ -414,8 +465,10 @@ def _progress_suspect(events: Sequence[Event],
     laggards = [r for r, s in last.items() if s == low]
     if len(laggards) == 1 and max(last.values()) > low:
         r = laggards[0]
-        return r, [f"rank {r} stopped making progress first (last step {low:g}, "
-                   f"others reached {max(last.values()):g})"]
+        return r, [
+            f"rank {r} stopped making progress first (last step {low:g}, "
+            f"others reached {max(last.values()):g})"
+        ]
     return None, []
 
 
@@ -461,9 +514,16 @@ def ranks_from_paths(files: Iterable[str]) -> set[int]:
     return out
 
 
-def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
-                progress: dict[int, int] | None = None, model: Any = None,
-                novel: set[tuple[str, int]] | None = None, reader: Any = None) -> Ranking:
+def rank_events(
+    table: pa.Table,
+    kb: Any,
+    *,
+    events: list[Event] | None = None,
+    progress: dict[int, int] | None = None,
+    model: Any = None,
+    novel: set[tuple[str, int]] | None = None,
+    reader: Any = None,
+) -> Ranking:
     """Rank the incidents of one job with the scored model; see the module docstring.
 
     ``progress``: the last step per rank (:func:`denpex_fast.analysis.progress.last_steps`);
@@ -502,13 +562,18 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
             # every peer dies with after an exception (a timeout waiting for it)
             code = field_number(c.head.fields, EXIT_FIELDS)
             c.rank = virtual[0].rank if virtual and code is not None and int(code) != 1 else None
-    virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, cands,
-                                reader, kb)
+    virtual = _virtual_suspects(
+        live, specific, known_ranks, progress, stall, bound, cands, reader, kb
+    )
     # a rank that could not reach the silent suspect reports its absence
     silent = {v.rank for v in virtual if v.extra.get("silent_suspect")}
     for c in cands:
-        if (silent and c.rank not in silent and c.head is not None
-                and "unreachable" in marks(kb, c.head.signature)):
+        if (
+            silent
+            and c.rank not in silent
+            and c.head is not None
+            and "unreachable" in marks(kb, c.head.signature)
+        ):
             c.tier = TIER_COLLATERAL
     cands += virtual
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
@@ -517,15 +582,26 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     if not cands:
         stop = None if completed else (_last_progress(events) or _last_marked(events, kb, "start"))
         if stop is not None:
-            why = [f"stopped after {stop.where()}"
-                   + (f" (rank {stop.rank})" if stop.rank is not None else "")
-                   + ": the job started and made progress, then its logs end without a completion line"
-                   " and without an error"]
-            return Ranking(None, 0.0, why + clock, "stopped", skew=skew, events=events,
-                           stall_start=stall, stopped_after=stop)
+            why = [
+                f"stopped after {stop.where()}"
+                + (f" (rank {stop.rank})" if stop.rank is not None else "")
+                + ": the job started and made progress, then its logs end without a completion line"
+                " and without an error"
+            ]
+            return Ranking(
+                None,
+                0.0,
+                why + clock,
+                "stopped",
+                skew=skew,
+                events=events,
+                stall_start=stall,
+                stopped_after=stop,
+            )
         why = ["no error-like line and no stop before completion"]
-        return Ranking(None, 0.0, why + clock, "no-failure-found", skew=skew, events=events,
-                       stall_start=stall)
+        return Ranking(
+            None, 0.0, why + clock, "no-failure-found", skew=skew, events=events, stall_start=stall
+        )
     probs = model.probabilities(X)
     order = np.argsort(-model.score(X), kind="stable")
     top = cands[int(order[0])]
@@ -534,29 +610,64 @@ def rank_events(table: pa.Table, kb: Any, *, events: list[Event] | None = None,
     first = top.head
     verdict = "failure" if p_top >= model.threshold and not virtual else "suspect"
     reasons = _evidence(top, first, virtual, X[order[0]], model)
-    tie = [c.head for c in (cands[int(i)] for i in order[1:6])
-           if c.head is not None and first is not None and c.tier <= TIER_OWN_SYMPTOM
-           and c.t is not None and top.t is not None and c.host != top.host
-           and abs(c.t - top.t) <= skew.bound and c.head.signature != first.signature]
+    tie = [
+        c.head
+        for c in (cands[int(i)] for i in order[1:6])
+        if c.head is not None
+        and first is not None
+        and c.tier <= TIER_OWN_SYMPTOM
+        and c.t is not None
+        and top.t is not None
+        and c.host != top.host
+        and abs(c.t - top.t) <= skew.bound
+        and c.head.signature != first.signature
+    ]
     if first is not None:
         reasons += _attempt_note(first, events)
         if device_note and first.rank is not None and _NCCL_DEVICE.search(first.text):
             reasons.append(device_note)
     if tie:
         reasons.append(
-            "indistinguishable: " + ", ".join(f"{c.signature} on host {c.host} ({c.where()})"
-                                              for c in tie[:3])
-            + f" happened within the clock-skew bound ({skew.bound:.2f} s) of the first one")
-    others = [cands[int(i)].head for i in order[1:] if cands[int(i)].head is not None
-              and cands[int(i)].tier <= TIER_OPEN]
-    return Ranking(first, model.confidence_for(X), reasons + clock, verdict,
-                   suspect_rank=top.rank, candidates=_dedupe(o for o in others if o is not first),
-                   indistinguishable=tie, skew=skew, events=events, stall_start=stall,
-                   incidents=cands, features=X, top=int(order[0]), probability=p_top)
+            "indistinguishable: "
+            + ", ".join(f"{c.signature} on host {c.host} ({c.where()})" for c in tie[:3])
+            + f" happened within the clock-skew bound ({skew.bound:.2f} s) of the first one"
+        )
+    others = [
+        cands[int(i)].head
+        for i in order[1:]
+        if cands[int(i)].head is not None and cands[int(i)].tier <= TIER_OPEN
+    ]
+    return Ranking(
+        first,
+        model.confidence_for(X),
+        reasons + clock,
+        verdict,
+        suspect_rank=top.rank,
+        candidates=_dedupe(o for o in others if o is not first),
+        indistinguishable=tie,
+        skew=skew,
+        events=events,
+        stall_start=stall,
+        incidents=cands,
+        features=X,
+        top=int(order[0]),
+        probability=p_top,
+    )
 
 
-_SIGNAL_NUMBERS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT": 6, "SIGBUS": 7,
-                   "SIGFPE": 8, "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGTERM": 15}
+_SIGNAL_NUMBERS = {
+    "SIGHUP": 1,
+    "SIGINT": 2,
+    "SIGQUIT": 3,
+    "SIGILL": 4,
+    "SIGABRT": 6,
+    "SIGBUS": 7,
+    "SIGFPE": 8,
+    "SIGKILL": 9,
+    "SIGSEGV": 11,
+    "SIGPIPE": 13,
+    "SIGTERM": 15,
+}
 
 
 def exit_status(e: Event) -> int | None:
@@ -577,10 +688,14 @@ def failed_exit(e: Event) -> bool:
     return code is not None and code != 0 and code not in AGENT_SIGTERM_CODES
 
 
-_LOCAL_GLOBAL = (re.compile(r"\brank\s*:\s*(?P<g>\d+)\s*\(local_rank:\s*(?P<l>\d+)\)"),
-                 re.compile(r"^\[default(?P<l>\d+)\]:\[rank(?P<g>\d+)\]:"))
-_LOCAL_ONLY = (re.compile(r"^\[default(?P<l>\d+)\]:(?!\[rank\d)"),
-               re.compile(r"\blocal_rank:\s*(?P<l>\d+)\s*\(pid"))
+_LOCAL_GLOBAL = (
+    re.compile(r"\brank\s*:\s*(?P<g>\d+)\s*\(local_rank:\s*(?P<l>\d+)\)"),
+    re.compile(r"^\[default(?P<l>\d+)\]:\[rank(?P<g>\d+)\]:"),
+)
+_LOCAL_ONLY = (
+    re.compile(r"^\[default(?P<l>\d+)\]:(?!\[rank\d)"),
+    re.compile(r"\blocal_rank:\s*(?P<l>\d+)\s*\(pid"),
+)
 _LOCAL_PATH = re.compile(r"(?:^|/)attempt_\d+/(?P<l>\d+)/(?:stdout|stderr)\.log$")
 _GLOBAL_TAG = re.compile(r"\[rank\d+\]:|\[Rank \d+\]|\bRank \d+\b")
 
@@ -618,8 +733,10 @@ def _global_ranks(events: Sequence[Event]) -> None:
             e.rank = t[e.rank]
 
 
-_PID = re.compile(r"\(pid: (\d+)\)|\bpid[=: ]\s*(\d+)|[Kk]illed process (\d+)|[Kk]illing subprocess (\d+)"
-                  r"|\b[Pp]rocess (\d+) (?:exits|exited|spawned|with)|^[\w.-]+:(\d+):\d+ \[\d+\]")
+_PID = re.compile(
+    r"\(pid: (\d+)\)|\bpid[=: ]\s*(\d+)|[Kk]illed process (\d+)|[Kk]illing subprocess (\d+)"
+    r"|\b[Pp]rocess (\d+) (?:exits|exited|spawned|with)|^[\w.-]+:(\d+):\d+ \[\d+\]"
+)
 
 
 def _pid_ranks(events: Sequence[Event]) -> None:
@@ -672,8 +789,14 @@ def _device_ranks(events: Sequence[Event]) -> str | None:
             if m:
                 e.rank = int(m.group(1))
                 hit = True
-    return ("rank taken from the NCCL device index (nothing else in the logs names a rank; "
-            "one process per GPU on one node assumed)") if hit else None
+    return (
+        (
+            "rank taken from the NCCL device index (nothing else in the logs names a rank; "
+            "one process per GPU on one node assumed)"
+        )
+        if hit
+        else None
+    )
 
 
 def _node(e: Event) -> str:
@@ -683,8 +806,9 @@ def _node(e: Event) -> str:
     return m.group(1) if m else ""
 
 
-def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.ndarray,
-              model: Any) -> list[str]:
+def _evidence(
+    top: Incident, first: Event | None, virtual: str | None, x: np.ndarray, model: Any
+) -> list[str]:
     """Reasons, evidence first: which line, which rank, why it beat the others."""
     from .ranker import FEATURES
 
@@ -696,41 +820,67 @@ def _evidence(top: Incident, first: Event | None, virtual: str | None, x: np.nda
     elif first is not None:
         lo, hi = top.lines
         span = f" (incident of lines {lo}-{hi})" if hi > lo else ""
-        out.append(f"{TIER_NAMES[top.tier]}: {first.signature} at {first.where()}{span}"
-                   + (f" on rank {top.rank}" if top.rank is not None else ""))
+        out.append(
+            f"{TIER_NAMES[top.tier]}: {first.signature} at {first.where()}{span}"
+            + (f" on rank {top.rank}" if top.rank is not None else "")
+        )
     for name, c in model.explain(x)[:4]:
         out.append(f"{'+' if c > 0 else '-'}{abs(c):.2f}: {FEATURES[name]}")
     return out
 
 
-def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ranks: set[int],
-                      progress: dict[int, int] | None, stall: float | None = None,
-                      bound: float = 0.0, cands: Sequence[Incident] = (),
-                      reader: Any = None, kb: Any = None) -> list[Incident]:
+def _virtual_suspects(
+    live: Sequence[Event],
+    specific: Sequence[Event],
+    known_ranks: set[int],
+    progress: dict[int, int] | None,
+    stall: float | None = None,
+    bound: float = 0.0,
+    cands: Sequence[Incident] = (),
+    reader: Any = None,
+    kb: Any = None,
+) -> list[Incident]:
     """Ranks suspected from absence: the one the others waited for, the one
     whose progress stopped first.  Named by their last line, when they have one:
     the one the others waited for by the last line of its own output, read
     back when no pattern matched it (a rank that never joined prints no error)."""
     out = []
-    for kind, (rank, why) in (("silent_suspect", _watchdog_suspect(specific, known_ranks, kb)),
-                              ("laggard", _progress_suspect(live, progress))):
+    for kind, (rank, why) in (
+        ("silent_suspect", _watchdog_suspect(specific, known_ranks, kb)),
+        ("laggard", _progress_suspect(live, progress)),
+    ):
         if rank is None or any(c.extra.get("virtual") and c.rank == rank for c in out):
             continue
         # named by its last progress line (where it stopped), else its last own line
-        own = [e for e in live if e.rank == rank and field_number(e.fields, STEP_FIELDS) is not None] or [
-            e for e in live if e.rank == rank and e.role == "context"]
+        own = [
+            e for e in live if e.rank == rank and field_number(e.fields, STEP_FIELDS) is not None
+        ] or [e for e in live if e.rank == rank and e.role == "context"]
         # a slow rank goes on printing: name where it was when the others went
         # quiet.  By step first (clock-free): its last line at a step the others
         # also reached; else by time: their last progress line, else when the
         # timeouts say they began to wait
-        peer_steps = [s for e in live if e.rank is not None and e.rank != rank
-                      and (s := field_number(e.fields, STEP_FIELDS)) is not None]
+        peer_steps = [
+            s
+            for e in live
+            if e.rank is not None
+            and e.rank != rank
+            and (s := field_number(e.fields, STEP_FIELDS)) is not None
+        ]
         if peer_steps:
             top = max(peer_steps)
-            own = [e for e in own if (s := field_number(e.fields, STEP_FIELDS)) is not None
-                   and s <= top] or own
-        peers = [e.t for e in live if e.rank is not None and e.rank != rank and e.t is not None
-                 and field_number(e.fields, STEP_FIELDS) is not None]
+            own = [
+                e
+                for e in own
+                if (s := field_number(e.fields, STEP_FIELDS)) is not None and s <= top
+            ] or own
+        peers = [
+            e.t
+            for e in live
+            if e.rank is not None
+            and e.rank != rank
+            and e.t is not None
+            and field_number(e.fields, STEP_FIELDS) is not None
+        ]
         limit = max(peers) + bound if peers else (stall + bound if stall is not None else None)
         if limit is not None:
             own = [e for e in own if e.t is not None and e.t <= limit] or own
@@ -738,18 +888,32 @@ def _virtual_suspects(live: Sequence[Event], specific: Sequence[Event], known_ra
         extra = {"virtual": why[0] if why else kind, kind: 1.0}
         # a launcher's record that this rank died (not the agent's SIGTERM) is the
         # first trace of its failure: the rank printed nothing when it died
-        death = [c for c in cands if c.rank == rank and c.head is not None
-                 and any(failed_exit(m) for m in c.members)]
+        death = [
+            c
+            for c in cands
+            if c.rank == rank and c.head is not None and any(failed_exit(m) for m in c.members)
+        ]
         if death:
             d = min(death, key=lambda c: (c.t if c.t is not None else math.inf, c.lines[0]))
             out.append(Incident(list(d.members), d.head, rank, d.host, d.tier, d.t, extra))
             continue
         if kind == "silent_suspect" and reader is not None:
             tail = _own_last_line(rank, live, reader)
-            if tail is not None and (last is None or last.file != tail.file or last.line < tail.line):
+            if tail is not None and (
+                last is None or last.file != tail.file or last.line < tail.line
+            ):
                 last = tail
-        out.append(Incident([last] if last else [], last, rank, last.host if last else None,
-                            TIER_COLLATERAL, None, extra))
+        out.append(
+            Incident(
+                [last] if last else [],
+                last,
+                rank,
+                last.host if last else None,
+                TIER_COLLATERAL,
+                None,
+                extra,
+            )
+        )
     return out
 
 
@@ -819,8 +983,21 @@ def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | Non
             continue  # its last line matched: the matched rows already name it
         t = max((e.t for e in rows if e.t is not None), default=None)
         host = next((e.host for e in rows if e.host), None)
-        ev = Event(-1, LAST_LINE, "context", "info", "unknown", label, line, text[:2000],
-                   rank, host, None, {}, t)
+        ev = Event(
+            -1,
+            LAST_LINE,
+            "context",
+            "info",
+            "unknown",
+            label,
+            line,
+            text[:2000],
+            rank,
+            host,
+            None,
+            {},
+            t,
+        )
         key = (t if t is not None else -math.inf, 1 if "err" in label.rsplit("/", 1)[-1] else 0)
         if best is None or key > best[0]:
             best = (key, ev)
@@ -839,9 +1016,15 @@ def _last_progress(events: Sequence[Event]) -> Event | None:
     return max(prog, key=lambda e: (e.t if e.t is not None else -math.inf, e.line))
 
 
-def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any,
-                       stall: float | None, skew: Skew, known_ranks: set[int],
-                       novel: set[tuple[str, int]] | None = None) -> np.ndarray:
+def candidate_features(
+    cands: Sequence[Incident],
+    live: Sequence[Event],
+    kb: Any,
+    stall: float | None,
+    skew: Skew,
+    known_ranks: set[int],
+    novel: set[tuple[str, int]] | None = None,
+) -> np.ndarray:
     """One row of :data:`denpex_fast.analysis.ranker.FEATURE_NAMES` per candidate."""
     from .ranker import FEATURE_NAMES
 
@@ -852,22 +1035,33 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
     real = [i for i, c in enumerate(cands) if not c.extra.get("virtual")]
     # a file with no timestamp at all cannot be placed on the time axis: when
     # one holds a candidate, time order gives way to file order, then line order
-    untimed = {cands[i].file for i in real} - {cands[i].file for i in real if cands[i].t is not None}
+    untimed = {cands[i].file for i in real} - {
+        cands[i].file for i in real if cands[i].t is not None
+    }
     # a file that only repeats what timed files printed (torchelastic's
     # error.json, a console copy) says nothing new about the order
     timed_sigs = {cands[i].head.signature for i in real if cands[i].t is not None}
-    untimed = {f for f in untimed if any(cands[i].file == f and cands[i].head.signature
-                                         not in timed_sigs for i in real)}
+    untimed = {
+        f
+        for f in untimed
+        if any(cands[i].file == f and cands[i].head.signature not in timed_sigs for i in real)
+    }
     if untimed:
         timed = sorted(real, key=lambda i: (file_rank.get(cands[i].file, 0), cands[i].lines[0]))
     else:
         when = _death_times(cands, real, live, kb)
-        timed = sorted(real, key=lambda i: (when.get(i, cands[i].t if cands[i].t is not None
-                                                     else math.inf),
-                                            file_rank.get(cands[i].file, 0), cands[i].lines[0]))
+        timed = sorted(
+            real,
+            key=lambda i: (
+                when.get(i, cands[i].t if cands[i].t is not None else math.inf),
+                file_rank.get(cands[i].file, 0),
+                cands[i].lines[0],
+            ),
+        )
     # what the job's symptoms and wrappers say caused them
-    symptoms = {e.signature for e in live if e.role == "symptom"
-                or "wrapper" in marks(kb, e.signature)}
+    symptoms = {
+        e.signature for e in live if e.role == "symptom" or "wrapper" in marks(kb, e.signature)
+    }
     ranks_by_template: dict[str, set[int]] = defaultdict(set)
     for e in live:
         if e.role != "context" and e.rank is not None:
@@ -924,8 +1118,9 @@ def candidate_features(cands: Sequence[Incident], live: Sequence[Event], kb: Any
 LAUNCHER_LAG = 30.0
 
 
-def _death_times(cands: Sequence[Incident], real: Sequence[int], live: Sequence[Event],
-                 kb: Any) -> dict[int, float]:
+def _death_times(
+    cands: Sequence[Incident], real: Sequence[int], live: Sequence[Event], kb: Any
+) -> dict[int, float]:
     """When a launcher's record of a worker's death says the death happened.
 
     The record is printed when the launcher notices, after the peers may
@@ -945,9 +1140,16 @@ def _death_times(cands: Sequence[Incident], real: Sequence[int], live: Sequence[
         if not any(x not in (0, 1) and x not in AGENT_SIGTERM_CODES for x in codes):
             continue
         sigs = {m.signature for m in c.members}
-        earlier = [e.t for e in live if e.role == "symptom" and e.t is not None
-                   and e.rank is not None and e.rank != c.rank and c.t - LAUNCHER_LAG <= e.t < c.t
-                   and (e.phase == "communication" or sigs & set(caused_by(kb, e.signature)))]
+        earlier = [
+            e.t
+            for e in live
+            if e.role == "symptom"
+            and e.t is not None
+            and e.rank is not None
+            and e.rank != c.rank
+            and c.t - LAUNCHER_LAG <= e.t < c.t
+            and (e.phase == "communication" or sigs & set(caused_by(kb, e.signature)))
+        ]
         if earlier:
             out[i] = min(earlier) - 1e-3
     return out
@@ -960,6 +1162,7 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
     more about the line.  Among several catch-alls on one line only the most
     severe is kept.
     """
+
     def catch_all(e: Event) -> bool:
         return "catch-all" in marks(kb, e.signature)
 

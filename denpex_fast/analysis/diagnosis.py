@@ -40,8 +40,15 @@ from .incidents import marks
 
 SCHEMA = "denpex.diagnosis/1"
 
-SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV",
-           15: "SIGTERM"}
+SIGNALS = {
+    1: "SIGHUP",
+    2: "SIGINT",
+    6: "SIGABRT",
+    7: "SIGBUS",
+    9: "SIGKILL",
+    11: "SIGSEGV",
+    15: "SIGTERM",
+}
 #: context rows kept per (file, signature) run before attribution, at each end
 PRE_ATTRIBUTION_CONTEXT_ROWS = 256
 
@@ -61,8 +68,14 @@ class Collateral:
     first: Event
 
     def to_dict(self) -> dict[str, Any]:
-        return {"signature": self.signature, "role": self.role, "count": self.count,
-                "ranks": self.ranks, "hosts": self.hosts, "first": self.first.to_dict()}
+        return {
+            "signature": self.signature,
+            "role": self.role,
+            "count": self.count,
+            "ranks": self.ranks,
+            "hosts": self.hosts,
+            "first": self.first.to_dict(),
+        }
 
 
 @dataclass
@@ -75,15 +88,19 @@ class Hypothesis:
     evidence_against: list[str]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"signature": self.signature, "control": self.control,
-                "evidence_for": self.evidence_for, "evidence_against": self.evidence_against}
+        return {
+            "signature": self.signature,
+            "control": self.control,
+            "evidence_for": self.evidence_for,
+            "evidence_against": self.evidence_against,
+        }
 
 
 @dataclass
 class Diagnosis:
     """The verdict on one job; ``to_dict()`` is the stable JSON form."""
 
-    verdict: str                      # one of VERDICTS
+    verdict: str  # one of VERDICTS
     initiating: Event | None
     confidence: float
     reasons: list[str]
@@ -98,12 +115,14 @@ class Diagnosis:
     stats: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     divergence: list[dict[str, Any]] = field(default_factory=list)
-    score: float = 0.0                # the model's probability for the named candidate
+    score: float = 0.0  # the model's probability for the named candidate
     incident: list[dict[str, Any]] = field(default_factory=list)  # lines of the initiating incident
     stopped_after: Event | None = None  # verdict "stopped": the last progress line seen
-    root: str | None = None           # the job directory diagnosed (reports show paths below it)
-    resume: Any = None                # denpex_fast.analysis.resume.Resume: where to resume, and whether it is safe
-    events: list[Event] = field(default_factory=list, repr=False)   # the ranked events (timeline)
+    root: str | None = None  # the job directory diagnosed (reports show paths below it)
+    resume: Any = (
+        None  # denpex_fast.analysis.resume.Resume: where to resume, and whether it is safe
+    )
+    events: list[Event] = field(default_factory=list, repr=False)  # the ranked events (timeline)
     kb: Any = field(default=None, repr=False)
     # the ranking's candidates and their features (for evaluation and reports)
     candidates_incidents: list[Any] = field(default_factory=list, repr=False)
@@ -122,8 +141,10 @@ class Diagnosis:
     def headline(self) -> str:
         """One line that says what the verdict means."""
         if self.verdict == "stopped" and self.stopped_after is not None:
-            return (f"stopped after {self.shown(self.stopped_after.where())}: progress, then the "
-                    "logs end with no error and no completion line")
+            return (
+                f"stopped after {self.shown(self.stopped_after.where())}: progress, then the "
+                "logs end with no error and no completion line"
+            )
         if self.verdict == "incomplete":
             return "incomplete: some input could not be read whole; no all-clear is given"
         if self.verdict == "no-failure-found":
@@ -136,8 +157,12 @@ class Diagnosis:
         """JSON-ready dict (schema ``denpex.diagnosis/1``; keys are stable)."""
         init = None
         if self.initiating is not None:
-            init = {**self.initiating.to_dict(), "confidence": round(self.confidence, 3),
-                    "reasons": self.reasons, "incident": self.incident}
+            init = {
+                **self.initiating.to_dict(),
+                "confidence": round(self.confidence, 3),
+                "reasons": self.reasons,
+                "incident": self.incident,
+            }
         fix = self.fix or {}
         return {
             "schema": SCHEMA,
@@ -159,8 +184,11 @@ class Diagnosis:
             "fix_fields": fix.get("fields", {}),
             "job_values": fix.get("job_values", {}),
             "references": fix.get("references", []),
-            "evidence": {"context": self.context, "notes": self.notes,
-                         "first_divergence": self.divergence},
+            "evidence": {
+                "context": self.context,
+                "notes": self.notes,
+                "first_divergence": self.divergence,
+            },
             "rank_fates": self.rank_fates.to_pylist(),
             "errors": self.errors,
             "stats": self.stats,
@@ -186,9 +214,15 @@ class Diagnosis:
         }
 
 
-def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
-             default_tz: str = "UTC", baseline: Any = None,
-             divergence_per_file: int = 5) -> Diagnosis:
+def diagnose(
+    paths: Any,
+    *,
+    scanner: Any = None,
+    threads: int | None = None,
+    default_tz: str = "UTC",
+    baseline: Any = None,
+    divergence_per_file: int = 5,
+) -> Diagnosis:
     """Scan ``paths`` (a job directory, files, ``-``) and diagnose the job.
 
     ``baseline``: paths of a healthy run of the same job; the report then
@@ -238,32 +272,55 @@ def diagnose(paths: Any, *, scanner: Any = None, threads: int | None = None,
         from .baseline import first_divergence
 
         div = first_divergence(paths, baseline, per_file=divergence_per_file, errors=errs)
-    novel = set(zip(div.column("file").to_pylist(), div.column("line").to_pylist())) if div else None
+    novel = (
+        set(zip(div.column("file").to_pylist(), div.column("line").to_pylist())) if div else None
+    )
     # files whose every matched line is in the table need no tail read for progress
     import pyarrow.compute as pc
 
     c = result.counts
-    capped = set(pc.unique(c.filter(pc.greater(c.column("lines"), c.column("kept")))
-                           .column("file")).to_pylist()) if c.num_rows else set()
+    capped = (
+        set(
+            pc.unique(
+                c.filter(pc.greater(c.column("lines"), c.column("kept"))).column("file")
+            ).to_pylist()
+        )
+        if c.num_rows
+        else set()
+    )
     from ..io.readback import JobBytes
 
     reader = JobBytes.from_scan(result)
     if sp is not None:
         sp.keep_alive_with(reader)
-    d = diagnose_table(result.table, signatures=scanner.signature_set, default_tz=default_tz,
-                       novel=novel, tail_files=capped, reader=reader)
+    d = diagnose_table(
+        result.table,
+        signatures=scanner.signature_set,
+        default_tz=default_tz,
+        novel=novel,
+        tail_files=capped,
+        reader=reader,
+    )
     d.errors = [e.to_dict() for e in result.errors]
     if d.errors and d.verdict in ("no-failure-found", "stopped"):
         d.verdict = "incomplete"
-        d.reasons.insert(0, f"{len(d.errors)} input(s) could not be read completely: "
-                            "no all-clear is given for a job not read whole")
+        d.reasons.insert(
+            0,
+            f"{len(d.errors)} input(s) could not be read completely: "
+            "no all-clear is given for a job not read whole",
+        )
     if div is not None:
         d.divergence = div.to_pylist()
         d.errors += [e.to_dict() for e in errs if e.path not in {x["path"] for x in d.errors}]
     d.root = _job_root(paths)
-    d.stats.update({"bytes": result.stats["bytes"], "files": result.stats["files"],
-                    "matches": result.table.num_rows,
-                    "seconds": round(time.perf_counter() - t0, 3)})
+    d.stats.update(
+        {
+            "bytes": result.stats["bytes"],
+            "files": result.stats["files"],
+            "matches": result.table.num_rows,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+    )
     return d
 
 
@@ -276,11 +333,17 @@ def _job_root(paths: Any) -> str | None:
     return None
 
 
-def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str = "UTC",
-                   attributed: bool | None = None,
-                   novel: set[tuple[str, int]] | None = None,
-                   locations: Mapping[str, str] | None = None,
-                   tail_files: set[str] | None = None, reader: Any = None) -> Diagnosis:
+def diagnose_table(
+    table: pa.Table,
+    *,
+    signatures: Any = None,
+    default_tz: str = "UTC",
+    attributed: bool | None = None,
+    novel: set[tuple[str, int]] | None = None,
+    locations: Mapping[str, str] | None = None,
+    tail_files: set[str] | None = None,
+    reader: Any = None,
+) -> Diagnosis:
     """Diagnose from an existing match table (attributed or not).
 
     ``novel``: (file, line) of lines a healthy baseline never printed; a
@@ -303,8 +366,10 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
     kb = signatures if signatures is not None else load_signatures()
     notes: list[str] = []
     if attributed is None:
-        attributed = table.num_rows > 0 and (table.column("rank").null_count < table.num_rows
-                                             or table.column("ts").null_count < table.num_rows)
+        attributed = table.num_rows > 0 and (
+            table.column("rank").null_count < table.num_rows
+            or table.column("ts").null_count < table.num_rows
+        )
     if not attributed and table.num_rows:
         from ..facts.attribution import attribute
         from .causal import thin_context
@@ -325,8 +390,7 @@ def diagnose_table(table: pa.Table, *, signatures: Any = None, default_tz: str =
     return d
 
 
-def _progress(table: pa.Table, reader: Any,
-              tail_files: set[str] | None = None) -> dict[int, int]:
+def _progress(table: pa.Table, reader: Any, tail_files: set[str] | None = None) -> dict[int, int]:
     """Last step per rank from the tails of the job's plain files."""
     from .progress import last_steps
 
@@ -352,9 +416,21 @@ def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnos
     competing = _competing(r, kb)
     fix = _fix(first, kb, events)
     context = [f"{e.where()}: {e.text}" for e in r.events if e.role == "context"][:20]
-    d = Diagnosis(r.verdict, first, r.confidence, r.reasons, r.suspect_rank, collateral,
-                  competing, fix, rank_fates(events, kb), table, context=context,
-                  stats={"matches": table.num_rows}, notes=notes)
+    d = Diagnosis(
+        r.verdict,
+        first,
+        r.confidence,
+        r.reasons,
+        r.suspect_rank,
+        collateral,
+        competing,
+        fix,
+        rank_fates(events, kb),
+        table,
+        context=context,
+        stats={"matches": table.num_rows},
+        notes=notes,
+    )
     d.score = r.probability
     d.stopped_after = r.stopped_after
     d.events, d.kb = events, kb
@@ -362,15 +438,22 @@ def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnos
 
     if first is not None or r.stopped_after is not None or r.suspect_rank is not None:
         cut = inc.t if inc is not None else None
-        d.resume = resume_point(r.events, kb, before=first if cut is None else None,
-                                before_t=cut if cut is not None else (
-                                    r.stopped_after.t if r.stopped_after is not None else None),
-                                suspect_rank=r.suspect_rank)
+        d.resume = resume_point(
+            r.events,
+            kb,
+            before=first if cut is None else None,
+            before_t=cut
+            if cut is not None
+            else (r.stopped_after.t if r.stopped_after is not None else None),
+            suspect_rank=r.suspect_rank,
+        )
     d.candidates_incidents = list(r.incidents)
     d.ranking_features = r.features
     d.initiating_incident = inc
     if inc is not None:
-        d.incident = [{"file": m.file, "line": m.line, "signature": m.signature} for m in inc.members]
+        d.incident = [
+            {"file": m.file, "line": m.line, "signature": m.signature} for m in inc.members
+        ]
     return d
 
 
@@ -385,9 +468,16 @@ def _collateral(events: Iterable[Event], own: set[int], first_sig: str | None) -
     out = []
     for sig, evs in groups.items():
         evs.sort(key=lambda e: (e.t if e.t is not None else float("inf"), e.file, e.line))
-        out.append(Collateral(sig, evs[0].role, len(evs),
-                              sorted({e.rank for e in evs if e.rank is not None}),
-                              sorted({e.host for e in evs if e.host is not None}), evs[0]))
+        out.append(
+            Collateral(
+                sig,
+                evs[0].role,
+                len(evs),
+                sorted({e.rank for e in evs if e.rank is not None}),
+                sorted({e.host for e in evs if e.host is not None}),
+                evs[0],
+            )
+        )
     out.sort(key=lambda c: (c.role != "symptom", -c.count, c.signature))
     return out
 
@@ -400,12 +490,16 @@ def _competing(r: Ranking, kb: Any) -> list[Hypothesis]:
             sig = kb[r.initiating.signature]
         except KeyError:
             sig = None
-        for cid, control in (sig.competing if sig else ()):
+        for cid, control in sig.competing if sig else ():
             present = cid in seen
-            out.append(Hypothesis(
-                cid, control,
-                [f"{cid} was also matched in this job"] if present else [],
-                [] if present else [f"no line matched {cid}"]))
+            out.append(
+                Hypothesis(
+                    cid,
+                    control,
+                    [f"{cid} was also matched in this job"] if present else [],
+                    [] if present else [f"no line matched {cid}"],
+                )
+            )
     first_sig = r.initiating.signature if r.initiating is not None else None
     for c in r.candidates[:5]:
         if c.signature == first_sig or any(h.signature == c.signature for h in out):
@@ -417,9 +511,14 @@ def _competing(r: Ranking, kb: Any) -> list[Hypothesis]:
             control = "; ".join(kb[c.signature].checklist[:1])
         except (KeyError, IndexError):
             control = ""
-        out.append(Hypothesis(c.signature, control,
-                              [f"matched at {c.where()}" + (f" on rank {c.rank}" if c.rank is not None else "")],
-                              against))
+        out.append(
+            Hypothesis(
+                c.signature,
+                control,
+                [f"matched at {c.where()}" + (f" on rank {c.rank}" if c.rank is not None else "")],
+                against,
+            )
+        )
     return out
 
 
@@ -431,21 +530,41 @@ def _fix(first: Event | None, kb: Any, events: Iterable[Event] = ()) -> dict[str
     except KeyError:
         # a silent rank's last line, read back: the fix is that of what the
         # others reported while they waited for it (its own line says where it stopped)
-        waits = [e for e in events if e.role == "symptom" and e.phase in ("rendezvous", "communication")
-                 and e.rank != first.rank and e.signature in kb
-                 and "catch-all" not in kb[e.signature].marks]
+        waits = [
+            e
+            for e in events
+            if e.role == "symptom"
+            and e.phase in ("rendezvous", "communication")
+            and e.rank != first.rank
+            and e.signature in kb
+            and "catch-all" not in kb[e.signature].marks
+        ]
         if not waits:
             return None
         wait = min(waits, key=lambda e: (e.t if e.t is not None else float("inf"), e.line))
         sig = kb[wait.signature]
-        return {"id": sig.id, "title": sig.title, "root_cause": sig.root_cause, "fix": sig.fix,
-                "verify": verify_command(sig.verify, wait.file), "checklist": list(sig.checklist),
-                "fields": dict(wait.fields), "job_values": _job_values(sig.fix, events),
-                "references": list(sig.references)}
-    return {"id": sig.id, "title": sig.title, "root_cause": sig.root_cause, "fix": sig.fix,
-            "verify": verify_command(sig.verify, first.file), "checklist": list(sig.checklist),
-            "fields": dict(first.fields), "job_values": _job_values(sig.fix, events),
-            "references": list(sig.references)}
+        return {
+            "id": sig.id,
+            "title": sig.title,
+            "root_cause": sig.root_cause,
+            "fix": sig.fix,
+            "verify": verify_command(sig.verify, wait.file),
+            "checklist": list(sig.checklist),
+            "fields": dict(wait.fields),
+            "job_values": _job_values(sig.fix, events),
+            "references": list(sig.references),
+        }
+    return {
+        "id": sig.id,
+        "title": sig.title,
+        "root_cause": sig.root_cause,
+        "fix": sig.fix,
+        "verify": verify_command(sig.verify, first.file),
+        "checklist": list(sig.checklist),
+        "fields": dict(first.fields),
+        "job_values": _job_values(sig.fix, events),
+        "references": list(sig.references),
+    }
 
 
 _LOG_PLACEHOLDER = re.compile(r"<the log(?: named in the report)?>|(?<![\w./-])job\.log(?![\w.-])")
@@ -483,19 +602,36 @@ def _job_values(fix_text: str, events: Iterable[Event]) -> dict[str, str]:
 def rank_fates(events: Iterable[Event], kb: Any = None) -> pa.Table:
     """One row per rank: first error, exit code/signal, teardown, progress."""
     rows: dict[int, dict[str, Any]] = {}
-    for e in sorted(events, key=lambda e: (e.t if e.t is not None else float("inf"), e.file, e.line)):
+    for e in sorted(
+        events, key=lambda e: (e.t if e.t is not None else float("inf"), e.file, e.line)
+    ):
         if e.rank is None:
             continue
-        row = rows.setdefault(e.rank, {
-            "rank": e.rank, "host": e.host, "first_error_signature": None,
-            "first_error_file": None, "first_error_line": None, "exit_code": None,
-            "signal": None, "torn_down_by": None, "last_step": None, "last_collective_seq": None})
+        row = rows.setdefault(
+            e.rank,
+            {
+                "rank": e.rank,
+                "host": e.host,
+                "first_error_signature": None,
+                "first_error_file": None,
+                "first_error_line": None,
+                "exit_code": None,
+                "signal": None,
+                "torn_down_by": None,
+                "last_step": None,
+                "last_collective_seq": None,
+            },
+        )
         if row["host"] is None:
             row["host"] = e.host
-        if row["first_error_signature"] is None and e.role in ("cause", "symptom") \
-                and e.severity in ("fatal", "error"):
-            row.update(first_error_signature=e.signature, first_error_file=e.file,
-                       first_error_line=e.line)
+        if (
+            row["first_error_signature"] is None
+            and e.role in ("cause", "symptom")
+            and e.severity in ("fatal", "error")
+        ):
+            row.update(
+                first_error_signature=e.signature, first_error_file=e.file, first_error_line=e.line
+            )
         code = field_number(e.fields, EXIT_FIELDS)
         if code is not None:
             row["exit_code"] = int(code)
@@ -503,7 +639,9 @@ def rank_fates(events: Iterable[Event], kb: Any = None) -> pa.Table:
                 row["signal"] = SIGNALS.get(int(-code), f"signal {int(-code)}")
         sig_name = e.fields.get(SIGNAL_FIELDS[0])
         if sig_name:
-            row["signal"] = sig_name if not sig_name.isdigit() else SIGNALS.get(int(sig_name), sig_name)
+            row["signal"] = (
+                sig_name if not sig_name.isdigit() else SIGNALS.get(int(sig_name), sig_name)
+            )
         m = marks(kb, e.signature)
         if "agent-teardown" in m:
             row["torn_down_by"] = "agent"

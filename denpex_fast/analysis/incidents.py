@@ -107,8 +107,13 @@ def _head(members: Sequence[Any], kb: Any) -> Any:
     best = min(pool, key=lambda e: (tiers[id(e)], e.line))
     seen = {id(best)}
     while True:
-        deeper = [m for m in members if id(m) not in seen and m.signature in caused_by(kb, best.signature)
-                  and m.signature != best.signature]
+        deeper = [
+            m
+            for m in members
+            if id(m) not in seen
+            and m.signature in caused_by(kb, best.signature)
+            and m.signature != best.signature
+        ]
         if not deeper:
             return best
         best = min(deeper, key=lambda e: e.line)
@@ -157,7 +162,7 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
                 if abs(near.line - e.line) <= RECORD_GAP:
                     e.rank = near.rank
         groups: list[list[Any]] = []
-        live: list[list[Any]] = []     # groups whose last line is within GAP
+        live: list[list[Any]] = []  # groups whose last line is within GAP
         for e in evs:
             live = [g for g in live if e.line - g[-1].line <= GAP]
             fits = [g for g in live if _compatible(_rank_of(g), e.rank)]
@@ -169,12 +174,19 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
         for g in groups:
             primary = list(g)
             lo, hi = g[0].line, g[-1].line
-            g.extend(r for r in records.get(g[0].file, ())
-                     if lo - RECORD_GAP <= r.line <= hi + RECORD_GAP and _compatible(_rank_of(g), r.rank))
+            g.extend(
+                r
+                for r in records.get(g[0].file, ())
+                if lo - RECORD_GAP <= r.line <= hi + RECORD_GAP and _compatible(_rank_of(g), r.rank)
+            )
             # a report's opening line (before any incident of its rank since)
-            g.extend(p for p in preludes.get(g[0].file, ())
-                     if lo - PRELUDE_GAP <= p.line < lo and _compatible(_rank_of(g), p.rank)
-                     and not any(p.line < o.line < lo and _compatible(o.rank, p.rank) for o in evs))
+            g.extend(
+                p
+                for p in preludes.get(g[0].file, ())
+                if lo - PRELUDE_GAP <= p.line < lo
+                and _compatible(_rank_of(g), p.rank)
+                and not any(p.line < o.line < lo and _compatible(o.rank, p.rank) for o in evs)
+            )
             g.sort(key=lambda e: (e.line, e.index))
             head = _head(primary, kb)
             rank = head.rank if head.rank is not None else _rank_of(g)

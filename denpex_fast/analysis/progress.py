@@ -28,9 +28,9 @@ TAIL_BYTES = 1 << 20
 # memchr speed (one pass per form, no per-line Python); what may precede the
 # literal is checked on the candidates only
 _FORMS = [
-    (re.compile(rb"step[=: ]\s*(\d+)\b"), (b"", b"global_")),      # step=12, step 12, global_step=12
-    (re.compile(rb"iteration\s+(\d+)/\s*\d+"), None),              # Megatron-LM
-    (re.compile(rb"step': (\d+)"), (b"'", b"'global_")),             # Trainer/Accelerate dicts
+    (re.compile(rb"step[=: ]\s*(\d+)\b"), (b"", b"global_")),  # step=12, step 12, global_step=12
+    (re.compile(rb"iteration\s+(\d+)/\s*\d+"), None),  # Megatron-LM
+    (re.compile(rb"step': (\d+)"), (b"'", b"'global_")),  # Trainer/Accelerate dicts
 ]
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -57,7 +57,7 @@ def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], lis
     The leftmost form found in a line gives its step; the line of a match is
     cut out only for the lines kept.
     """
-    first: dict[int, tuple[int, int]] = {}   # line start -> (match position, step)
+    first: dict[int, tuple[int, int]] = {}  # line start -> (match position, step)
     for rx, allowed in _FORMS:
         for m in rx.finditer(data):
             if allowed is not None and not _preceded(data, m.start(), allowed):
@@ -71,14 +71,18 @@ def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], lis
     for lo in sorted(first)[-limit:]:
         hi = data.find(b"\n", lo)
         hi = len(data) if hi < 0 else hi
-        texts.append(data[lo:min(hi, lo + 400)].decode("utf-8", "replace"))
+        texts.append(data[lo : min(hi, lo + 400)].decode("utf-8", "replace"))
         steps.append(first[lo][1])
     return texts, steps
 
 
-def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES,
-               locations: Mapping[str, str] | None = None,
-               reader: JobBytes | None = None) -> dict[int, int]:
+def last_steps(
+    files: Iterable[str],
+    *,
+    tail_bytes: int = TAIL_BYTES,
+    locations: Mapping[str, str] | None = None,
+    reader: JobBytes | None = None,
+) -> dict[int, int]:
     """Highest step number seen per rank in the tail of each plain file.
 
     ``reader``: the job's :class:`~denpex_fast.io.readback.JobBytes` (default:
@@ -97,11 +101,12 @@ def last_steps(files: Iterable[str], *, tail_bytes: int = TAIL_BYTES,
             continue
         start, data = got
         if start > 0:
-            data = data[data.find(b"\n") + 1:]  # the first line is cut
+            data = data[data.find(b"\n") + 1 :]  # the first line is cut
         fallback = path_facts(name).rank
         # a rank's own file needs only its last few step lines; a console, many ranks' worth
-        texts, steps = step_lines(data, OWN_FILE_STEP_LINES if fallback is not None
-                                  else MAX_STEP_LINES)
+        texts, steps = step_lines(
+            data, OWN_FILE_STEP_LINES if fallback is not None else MAX_STEP_LINES
+        )
         if not steps:
             continue
         ranks = line_facts(pa.array(texts, pa.string())).rank

@@ -49,7 +49,7 @@ FEATURES: dict[str, str] = {
     "has_rank": "the rank that printed it is known",
     "exit_nonzero": "a worker exit that was not the agent's own SIGTERM",
     "own_exit": "an exit of the process's own (a signal, or a code other than 1, which every "
-                "rank that died of an exception shares)",
+    "rank that died of an exception shares)",
     "rendezvous": "a rendezvous / store failure (a node that never joined)",
     "teardown": "a teardown by the launcher's agent or the scheduler",
     "silent_suspect": "the rank the others waited for (never entered the collective)",
@@ -61,11 +61,26 @@ FEATURE_NAMES = tuple(FEATURES)
 # Starting weights (and the fallback when no fitted table ships): the order of
 # evidence of the rule cascade this model replaces.
 PRIOR: dict[str, float] = {
-    "specific_cause": 3.0, "own_symptom": 2.0, "open_world": 1.5, "wrapper": 0.5,
-    "collateral": -1.0, "severity": 0.5, "first": 1.5, "earliness": 1.0,
-    "first_of_tier": 1.0, "after_stall": -1.5, "explains": 1.0, "peer_rarity": 1.0,
-    "has_rank": 0.5, "exit_nonzero": 0.5, "own_exit": 0.5, "rendezvous": 0.0, "teardown": -2.0,
-    "silent_suspect": 3.0, "laggard": 1.5, "novel": 0.5,
+    "specific_cause": 3.0,
+    "own_symptom": 2.0,
+    "open_world": 1.5,
+    "wrapper": 0.5,
+    "collateral": -1.0,
+    "severity": 0.5,
+    "first": 1.5,
+    "earliness": 1.0,
+    "first_of_tier": 1.0,
+    "after_stall": -1.5,
+    "explains": 1.0,
+    "peer_rarity": 1.0,
+    "has_rank": 0.5,
+    "exit_nonzero": 0.5,
+    "own_exit": 0.5,
+    "rendezvous": 0.0,
+    "teardown": -2.0,
+    "silent_suspect": 3.0,
+    "laggard": 1.5,
+    "novel": 0.5,
 }
 
 
@@ -74,7 +89,7 @@ class Model:
     """Weights, calibration and the ``failure``/``suspect`` threshold."""
 
     weights: np.ndarray
-    threshold: float = 0.0                 # softmax probability below which the verdict is "suspect"
+    threshold: float = 0.0  # softmax probability below which the verdict is "suspect"
     calibration: list[dict[str, float]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     # logistic weights over CONFIDENCE_FEATURES (None: the bucket calibration of p)
@@ -107,10 +122,13 @@ class Model:
         return sorted(contrib, key=lambda kv: -abs(kv[1]))
 
     def to_json(self) -> dict[str, Any]:
-        doc = {"features": list(FEATURE_NAMES),
-               "weights": [round(float(w), 4) for w in self.weights],
-               "threshold": round(float(self.threshold), 4),
-               "calibration": self.calibration, "meta": self.meta}
+        doc = {
+            "features": list(FEATURE_NAMES),
+            "weights": [round(float(w), 4) for w in self.weights],
+            "threshold": round(float(self.threshold), 4),
+            "calibration": self.calibration,
+            "meta": self.meta,
+        }
         if self.confidence_weights is not None:
             doc["confidence_features"] = list(CONFIDENCE_FEATURES)
             doc["confidence_weights"] = [round(float(w), 4) for w in self.confidence_weights]
@@ -143,16 +161,26 @@ def load_model() -> Model:
             cw = None
             if doc.get("confidence_features") == list(CONFIDENCE_FEATURES):
                 cw = np.array([float(x) for x in doc["confidence_weights"]])
-            _MODEL = Model(np.array([float(w.get(n, PRIOR[n])) for n in FEATURE_NAMES]),
-                           float(doc.get("threshold", 0.0)), list(doc.get("calibration", [])),
-                           dict(doc.get("meta", {})), cw)
+            _MODEL = Model(
+                np.array([float(w.get(n, PRIOR[n])) for n in FEATURE_NAMES]),
+                float(doc.get("threshold", 0.0)),
+                list(doc.get("calibration", [])),
+                dict(doc.get("meta", {})),
+                cw,
+            )
         except (OSError, ValueError, KeyError, TypeError):
             _MODEL = prior_model()
     return _MODEL
 
 
-def fit(cases: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 0.05,
-        steps: int = 600, lr: float = 0.3, start: np.ndarray | None = None) -> np.ndarray:
+def fit(
+    cases: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    l2: float = 0.05,
+    steps: int = 600,
+    lr: float = 0.3,
+    start: np.ndarray | None = None,
+) -> np.ndarray:
     """Weights that maximise the softmax likelihood of the right candidates.
 
     ``cases``: per job, (features of its candidates, boolean mask of the
@@ -162,8 +190,11 @@ def fit(cases: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 0.05,
     """
     prior = np.array([PRIOR[n] for n in FEATURE_NAMES]) if start is None else start
     w = prior.copy()
-    data = [(np.asarray(X, float), np.asarray(y, bool)) for X, y in cases
-            if len(X) and np.asarray(y, bool).any()]
+    data = [
+        (np.asarray(X, float), np.asarray(y, bool))
+        for X, y in cases
+        if len(X) and np.asarray(y, bool).any()
+    ]
     if not data:
         return w
     m1 = np.zeros_like(w)
@@ -177,16 +208,26 @@ def fit(cases: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 0.05,
             q = np.where(y, p, 0.0)
             q /= q.sum()
             g += (p - q) @ X / len(data)
-        m1 = 0.9 * m1 + 0.1 * g            # Adam: robust to the features' different scales
+        m1 = 0.9 * m1 + 0.1 * g  # Adam: robust to the features' different scales
         m2 = 0.999 * m2 + 0.001 * g * g
-        w -= lr * (m1 / (1 - 0.9 ** t)) / (np.sqrt(m2 / (1 - 0.999 ** t)) + 1e-8) * (0.995 ** t)
+        w -= lr * (m1 / (1 - 0.9**t)) / (np.sqrt(m2 / (1 - 0.999**t)) + 1e-8) * (0.995**t)
     return w
 
 
 #: what the confidence model reads about a job's winning candidate
-CONFIDENCE_FEATURES = ("bias", "probability", "margin", "specific_cause", "own_symptom",
-                       "open_world", "wrapper", "collateral", "from_absence", "rank_missing",
-                       "one_candidate")
+CONFIDENCE_FEATURES = (
+    "bias",
+    "probability",
+    "margin",
+    "specific_cause",
+    "own_symptom",
+    "open_world",
+    "wrapper",
+    "collateral",
+    "from_absence",
+    "rank_missing",
+    "one_candidate",
+)
 
 
 def confidence_features(X: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -199,12 +240,21 @@ def confidence_features(X: np.ndarray, w: np.ndarray) -> np.ndarray:
     margin = float(s[order[0]] - s[order[1]]) if len(s) > 1 else 4.0
     absence = max(top[col["silent_suspect"]], top[col["laggard"]])
     ranks_known = float(X[:, col["has_rank"]].max()) > 0
-    return np.array([
-        1.0, float(probabilities(s)[order[0]]), math.tanh(max(margin, 0.0) / 2.0),
-        top[col["specific_cause"]], top[col["own_symptom"]], top[col["open_world"]],
-        top[col["wrapper"]], top[col["collateral"]], absence,
-        1.0 if ranks_known and not top[col["has_rank"]] else 0.0,
-        1.0 if len(s) == 1 else 0.0])
+    return np.array(
+        [
+            1.0,
+            float(probabilities(s)[order[0]]),
+            math.tanh(max(margin, 0.0) / 2.0),
+            top[col["specific_cause"]],
+            top[col["own_symptom"]],
+            top[col["open_world"]],
+            top[col["wrapper"]],
+            top[col["collateral"]],
+            absence,
+            1.0 if ranks_known and not top[col["has_rank"]] else 0.0,
+            1.0 if len(s) == 1 else 0.0,
+        ]
+    )
 
 
 def sigmoid(z: float | np.ndarray) -> Any:
@@ -212,9 +262,15 @@ def sigmoid(z: float | np.ndarray) -> Any:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
 
 
-def fit_confidence(F: Sequence[np.ndarray], right: Sequence[bool], *, l2: float = 3.0,
-                   steps: int = 3000, lr: float = 0.5,
-                   weight: Sequence[float] | None = None) -> np.ndarray:
+def fit_confidence(
+    F: Sequence[np.ndarray],
+    right: Sequence[bool],
+    *,
+    l2: float = 3.0,
+    steps: int = 3000,
+    lr: float = 0.5,
+    weight: Sequence[float] | None = None,
+) -> np.ndarray:
     """Logistic weights predicting whether a diagnosis is right from its
     :func:`confidence_features` (L2 toward 0 except the bias); ``weight``:
     per case (default 1)."""
@@ -235,9 +291,11 @@ def fit_confidence(F: Sequence[np.ndarray], right: Sequence[bool], *, l2: float 
     return w
 
 
-def isotonic_calibration(points: Sequence[tuple[float, bool]],
-                         edges: Sequence[float] = (0.0, 0.35, 0.5, 0.65, 0.8, 0.9, 1.01),
-                         prior: tuple[int, int] = (1, 1)) -> list[dict[str, float]]:
+def isotonic_calibration(
+    points: Sequence[tuple[float, bool]],
+    edges: Sequence[float] = (0.0, 0.35, 0.5, 0.65, 0.8, 0.9, 1.01),
+    prior: tuple[int, int] = (1, 1),
+) -> list[dict[str, float]]:
     """Accuracy per probability bucket, Laplace-smoothed by ``prior`` (right,
     wrong) pseudo-cases and pooled so it never decreases with probability."""
     e = list(edges)

@@ -36,17 +36,30 @@ class Resume:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.event.file, "line": self.event.line, "text": self.event.text,
-                "ts": self.event.ts.isoformat() if self.event.ts else None,
-                "step": self.step, "path": self.path, "safe": self.safe, "reason": self.reason}
+        return {
+            "file": self.event.file,
+            "line": self.event.line,
+            "text": self.event.text,
+            "ts": self.event.ts.isoformat() if self.event.ts else None,
+            "step": self.step,
+            "path": self.path,
+            "safe": self.safe,
+            "reason": self.reason,
+        }
 
 
 def _when(e: Event) -> float:
     return e.t if e.t is not None else -math.inf
 
 
-def resume_point(events: Sequence[Event], kb: Any, *, before: Event | None = None,
-                 before_t: float | None = None, suspect_rank: int | None = None) -> Resume | None:
+def resume_point(
+    events: Sequence[Event],
+    kb: Any,
+    *,
+    before: Event | None = None,
+    before_t: float | None = None,
+    suspect_rank: int | None = None,
+) -> Resume | None:
     """The last checkpoint written before the failure (``before``: the
     initiating line, or ``before_t``: a time), with its safety."""
     saves = [e for e in events if "checkpoint-saved" in marks(kb, e.signature)]
@@ -72,19 +85,45 @@ def resume_point(events: Sequence[Event], kb: Any, *, before: Event | None = Non
             if e.t is None or e.t > last.t:
                 break
             if e.phase == "numerics" and e.role != "context" and e.severity in ("error", "fatal"):
-                return Resume(last, int(step) if step is not None else None, path, False,
-                              f"{e.signature} was reported at {e.where()} before this checkpoint "
-                              "was written: it may hold the anomaly; resume from an earlier one")
+                return Resume(
+                    last,
+                    int(step) if step is not None else None,
+                    path,
+                    False,
+                    f"{e.signature} was reported at {e.where()} before this checkpoint "
+                    "was written: it may hold the anomaly; resume from an earlier one",
+                )
         if suspect_rank is not None:
-            own = [e for e in events if e.rank == suspect_rank and field_number(e.fields, STEP_FIELDS) is not None
-                   and e.t is not None]
+            own = [
+                e
+                for e in events
+                if e.rank == suspect_rank
+                and field_number(e.fields, STEP_FIELDS) is not None
+                and e.t is not None
+            ]
             if own:
                 stop = max(own, key=_when)
-                others = [e.t for e in events if e.rank not in (None, suspect_rank) and e.t is not None
-                          and field_number(e.fields, STEP_FIELDS) is not None and e.t > stop.t]
+                others = [
+                    e.t
+                    for e in events
+                    if e.rank not in (None, suspect_rank)
+                    and e.t is not None
+                    and field_number(e.fields, STEP_FIELDS) is not None
+                    and e.t > stop.t
+                ]
                 if others and stop.t is not None and stop.t < last.t:
-                    return Resume(last, int(step) if step is not None else None, path, False,
-                                  f"rank {suspect_rank} had already stopped making progress "
-                                  f"({stop.where()}) when this checkpoint was written")
-    return Resume(last, int(step) if step is not None else None, path, True,
-                  "written before the first sign of the failure")
+                    return Resume(
+                        last,
+                        int(step) if step is not None else None,
+                        path,
+                        False,
+                        f"rank {suspect_rank} had already stopped making progress "
+                        f"({stop.where()}) when this checkpoint was written",
+                    )
+    return Resume(
+        last,
+        int(step) if step is not None else None,
+        path,
+        True,
+        "written before the first sign of the failure",
+    )

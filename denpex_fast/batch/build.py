@@ -2,7 +2,6 @@
 (threads, worker processes that die with their parent, or a Dask cluster).
 """
 
-
 from __future__ import annotations
 
 import multiprocessing
@@ -24,6 +23,7 @@ from .store import IndexStore
 
 # -- many jobs ----------------------------------------------------------------
 
+
 @dataclass
 class IndexSummary:
     """The outcome of :func:`build_index`: one report per job, plus pruned jobs."""
@@ -42,7 +42,9 @@ class IndexSummary:
         return not any(r.status == "failed" for r in self.reports)
 
 
-ProgressHook = Callable[[str, Any], None]  # ("start", (jobs, files, bytes)) / ("file", size) / ("job", report)
+ProgressHook = Callable[
+    [str, Any], None
+]  # ("start", (jobs, files, bytes)) / ("file", size) / ("job", report)
 
 
 def previous_manifests(store: IndexStore) -> dict[str, list[dict[str, Any]]]:
@@ -56,14 +58,23 @@ def previous_manifests(store: IndexStore) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def build_index(root: str, index: str, *, scanner: Any = None,
-                signatures: Iterable[str] | None = None, job_glob: str | None = None,
-                job_regex: str | None = None, threads: int | None = None,
-                processes: int | None = None, dask: Any = None, prune: bool = False,
-                options: IndexOptions | None = None,
-                storage_options: dict[str, Any] | None = None,
-                progress: ProgressHook | None = None,
-                lock_timeout: float = 0.0) -> IndexSummary:
+def build_index(
+    root: str,
+    index: str,
+    *,
+    scanner: Any = None,
+    signatures: Iterable[str] | None = None,
+    job_glob: str | None = None,
+    job_regex: str | None = None,
+    threads: int | None = None,
+    processes: int | None = None,
+    dask: Any = None,
+    prune: bool = False,
+    options: IndexOptions | None = None,
+    storage_options: dict[str, Any] | None = None,
+    progress: ProgressHook | None = None,
+    lock_timeout: float = 0.0,
+) -> IndexSummary:
     """Index every job under ``root`` into the dataset at ``index``.
 
     ``scanner``: a :class:`~denpex_fast.Scanner` (default: the built-in
@@ -96,26 +107,53 @@ def build_index(root: str, index: str, *, scanner: Any = None,
         scanner = Scanner(list(sig_paths) if sig_paths else None)
     elif scanner.signature_set is None:
         sig_paths = ()
-    ctx = JobContext(scanner, index, sig_paths, opts, dict(storage_options or {}),
-                     scanner.signature_set)
+    ctx = JobContext(
+        scanner, index, sig_paths, opts, dict(storage_options or {}), scanner.signature_set
+    )
     store = ctx.store()
     store.fs.makedirs(store.root, exist_ok=True)
     with store.writer_lock(lock_timeout):
-        return _build(root, store, ctx, opts, job_glob, job_regex, storage_options, progress,
-                      dask, processes, threads, prune, index, t0)
+        return _build(
+            root,
+            store,
+            ctx,
+            opts,
+            job_glob,
+            job_regex,
+            storage_options,
+            progress,
+            dask,
+            processes,
+            threads,
+            prune,
+            index,
+            t0,
+        )
 
 
-def _build(root: str, store: IndexStore, ctx: JobContext, opts: IndexOptions,
-           job_glob: str | None, job_regex: str | None,
-           storage_options: dict[str, Any] | None, progress: ProgressHook | None, dask: Any,
-           processes: int | None, threads: int | None, prune: bool, index: str,
-           t0: float) -> IndexSummary:
+def _build(
+    root: str,
+    store: IndexStore,
+    ctx: JobContext,
+    opts: IndexOptions,
+    job_glob: str | None,
+    job_regex: str | None,
+    storage_options: dict[str, Any] | None,
+    progress: ProgressHook | None,
+    dask: Any,
+    processes: int | None,
+    threads: int | None,
+    prune: bool,
+    index: str,
+    t0: float,
+) -> IndexSummary:
     """The body of :func:`build_index`, run while holding the index's writer lock."""
     from ..engine.scanner import default_threads
 
     store.recover()
-    jobs = discover_jobs(root, job_glob=job_glob, job_regex=job_regex, exclude=index,
-                         storage_options=storage_options)
+    jobs = discover_jobs(
+        root, job_glob=job_glob, job_regex=job_regex, exclude=index, storage_options=storage_options
+    )
     previous = previous_manifests(store)
     summary = IndexSummary()
     if progress:
@@ -126,8 +164,9 @@ def _build(root: str, store: IndexStore, ctx: JobContext, opts: IndexOptions,
         results: Iterable[JobReport] = index_jobs_on_dask(dask, jobs, ctx, previous)
     elif processes is not None:
         if _in_memory(store.fs) or any(_in_memory(j.fs) for j in jobs):
-            raise ValueError("a memory:// root or index is private to this process; "
-                             "index it with threads")
+            raise ValueError(
+                "a memory:// root or index is private to this process; index it with threads"
+            )
         results = _index_processes(jobs, ctx, previous, processes)
     else:
         results = _index_threads(jobs, ctx, previous, threads or default_threads(), progress)
@@ -147,8 +186,13 @@ def _build(root: str, store: IndexStore, ctx: JobContext, opts: IndexOptions,
     return summary
 
 
-def _index_threads(jobs: list[Job], ctx: JobContext, previous: dict[str, Any], n: int,
-                   progress: ProgressHook | None) -> Iterator[JobReport]:
+def _index_threads(
+    jobs: list[Job],
+    ctx: JobContext,
+    previous: dict[str, Any],
+    n: int,
+    progress: ProgressHook | None,
+) -> Iterator[JobReport]:
     on_file = (lambda size: progress("file", size)) if progress else None
     # Many jobs: one thread each, scanning with one thread; few jobs: share the cores.
     ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
@@ -207,8 +251,9 @@ def _index_job_in_worker(job: Job, previous: list[dict[str, Any]] | None) -> Job
     return index_job(job, _WORKER_CTX, previous)
 
 
-def _index_processes(jobs: list[Job], ctx: JobContext, previous: dict[str, Any],
-                     n: int) -> Iterator[JobReport]:
+def _index_processes(
+    jobs: list[Job], ctx: JobContext, previous: dict[str, Any], n: int
+) -> Iterator[JobReport]:
     """Index the jobs in ``n`` worker processes; each commits its own jobs.
 
     The context (scanner and knowledge base) is pickled once per worker,
@@ -228,20 +273,29 @@ def _index_processes(jobs: list[Job], ctx: JobContext, previous: dict[str, Any],
         return
     jobs = todo
     ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
-    pool = ProcessPoolExecutor(max_workers=min(n, len(jobs)),
-                               mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(ctx, os.getpid()))
+    pool = ProcessPoolExecutor(
+        max_workers=min(n, len(jobs)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(ctx, os.getpid()),
+    )
     with pool:
         futures: dict[Future[JobReport], Job] = {
-            pool.submit(_index_job_in_worker, j, previous.get(j.name)): j for j in jobs}
+            pool.submit(_index_job_in_worker, j, previous.get(j.name)): j for j in jobs
+        }
         try:
             for fut in as_completed(futures):
                 try:
                     yield fut.result()
                 except BrokenProcessPool as exc:
                     job = futures[fut]
-                    yield JobReport(job.name, "failed", files=len(job.files), size=job.size,
-                                    error=f"worker process died: {exc}")
+                    yield JobReport(
+                        job.name,
+                        "failed",
+                        files=len(job.files),
+                        size=job.size,
+                        error=f"worker process died: {exc}",
+                    )
         except BaseException:
             for f in futures:
                 f.cancel()

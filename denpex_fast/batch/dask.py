@@ -27,8 +27,9 @@ def local_cluster(n_workers: int = 2) -> Any:
     """A ``LocalCluster`` of single-threaded worker processes, no dashboard."""
     from distributed import LocalCluster
 
-    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                        dashboard_address=None)
+    return LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
+    )
 
 
 def connect(address: Any) -> tuple[Any, Any]:
@@ -67,7 +68,6 @@ def _scan_partition(path: str, scanner: Any, errors: str = "raise") -> Any:
     import fsspec
     from fsspec.implementations.local import LocalFileSystem
 
-
     fs, p = fsspec.core.url_to_fs(path)
     if isinstance(fs, LocalFileSystem):
         result = scanner.run([p if "://" in str(path) else path], threads=1, errors=errors)
@@ -93,12 +93,12 @@ def meta() -> Any:
     """An empty pandas frame with the match table's columns and dtypes."""
     from dask.dataframe.utils import clear_known_categories
 
-
     return clear_known_categories(_to_pandas(MATCH_SCHEMA.empty_table()))
 
 
-def scan(paths: Iterable[str], client: Any = None, scanner: Any = None, *,
-         errors: str = "raise") -> Any:
+def scan(
+    paths: Iterable[str], client: Any = None, scanner: Any = None, *, errors: str = "raise"
+) -> Any:
     """A ``dask.dataframe.DataFrame`` of the match table, one partition per path.
 
     ``paths``: files (local paths or fsspec URLs; ``.gz``/``.zst`` by
@@ -119,12 +119,20 @@ def scan(paths: Iterable[str], client: Any = None, scanner: Any = None, *,
     scanner = scanner if scanner is not None else Scanner()
     client = client if client is not None else _default_client()
     shipped = client.scatter(scanner, broadcast=True, hash=False) if client is not None else scanner
-    return dd.from_map(_scan_partition, paths, scanner=shipped, errors=errors, meta=meta(),
-                       enforce_metadata=False, label="denpex-scan")
+    return dd.from_map(
+        _scan_partition,
+        paths,
+        scanner=shipped,
+        errors=errors,
+        meta=meta(),
+        enforce_metadata=False,
+        label="denpex-scan",
+    )
 
 
-def index_jobs_on_dask(address: Any, jobs: list[Any], ctx: Any,
-                       previous: dict[str, Any]) -> Iterator[Any]:
+def index_jobs_on_dask(
+    address: Any, jobs: list[Any], ctx: Any, previous: dict[str, Any]
+) -> Iterator[Any]:
     """Run :func:`denpex_fast.batch.index.index_job` for every job on a Dask cluster.
 
     Yields one :class:`~denpex_fast.batch.index.JobReport` per job as it finishes.
@@ -140,9 +148,17 @@ def index_jobs_on_dask(address: Any, jobs: list[Any], ctx: Any,
     try:
         shipped = client.scatter(ctx, broadcast=True, hash=False)
         tag = uuid.uuid4().hex[:8]
-        futures = [client.submit(index_job, job, shipped, previous.get(job.name),
-                                 key=f"denpex-index-{tag}-{i}", pure=False)
-                   for i, job in enumerate(jobs)]
+        futures = [
+            client.submit(
+                index_job,
+                job,
+                shipped,
+                previous.get(job.name),
+                key=f"denpex-index-{tag}-{i}",
+                pure=False,
+            )
+            for i, job in enumerate(jobs)
+        ]
         for fut in as_completed(futures):
             yield fut.result()
             fut.release()

@@ -8,7 +8,6 @@ is re-scanned and re-diagnosed and all its partitions are replaced
 for many jobs.
 """
 
-
 from __future__ import annotations
 
 import os
@@ -29,8 +28,10 @@ from .store import IndexStore
 
 # -- the diagnosis API: every call to it is here ------------------------------
 
-def diagnose_matches(table: pa.Table, signatures: Any,
-                     locations: dict[str, str] | None = None) -> tuple[pa.Table, dict[str, Any], pa.Table]:
+
+def diagnose_matches(
+    table: pa.Table, signatures: Any, locations: dict[str, str] | None = None
+) -> tuple[pa.Table, dict[str, Any], pa.Table]:
     """Attributed match table, summary row and rank fates of one job's matches.
 
     ``locations``: job-relative label -> local path, so lines are read back
@@ -127,8 +128,10 @@ class JobReport:
 
 # -- one job ------------------------------------------------------------------
 
-def plan_job(job: Job, previous: list[dict[str, Any]] | None, opts: IndexOptions,
-          stat_only: bool = False) -> tuple[str, dict[str, str]]:
+
+def plan_job(
+    job: Job, previous: list[dict[str, Any]] | None, opts: IndexOptions, stat_only: bool = False
+) -> tuple[str, dict[str, str]]:
     """``("full"|"unchanged"|"touched", {rel: hash of touched files})``.
 
     ``stat_only``: never read a file; a job that would need hashing is "full".
@@ -160,12 +163,17 @@ def plan_job(job: Job, previous: list[dict[str, Any]] | None, opts: IndexOptions
 
 
 def _manifest(rows: list[tuple[JobFile, str | None, str, str | None]]) -> pa.Table:
-    return pa.table({
-        "path": [_utf8(f.rel) for f, *_ in rows], "size": [f.size for f, *_ in rows],
-        "mtime": [f.mtime for f, *_ in rows], "hash": [h for _, h, _, _ in rows],
-        "status": [s for _, _, s, _ in rows],
-        "error": [None if e is None else _utf8(e) for *_, e in rows],
-    }, schema=MANIFEST_SCHEMA)
+    return pa.table(
+        {
+            "path": [_utf8(f.rel) for f, *_ in rows],
+            "size": [f.size for f, *_ in rows],
+            "mtime": [f.mtime for f, *_ in rows],
+            "hash": [h for _, h, _, _ in rows],
+            "status": [s for _, _, s, _ in rows],
+            "error": [None if e is None else _utf8(e) for *_, e in rows],
+        },
+        schema=MANIFEST_SCHEMA,
+    )
 
 
 def _utf8(text: str) -> str:
@@ -183,14 +191,18 @@ def _relabel(table: pa.Table, labels: dict[str, str]) -> pa.Table:
     chunks = []
     for chunk in table.column(idx).chunks:
         d = chunk.dictionary.to_pylist()
-        chunks.append(pa.DictionaryArray.from_arrays(
-            chunk.indices, pa.array([labels.get(x, x) for x in d], pa.string())))
+        chunks.append(
+            pa.DictionaryArray.from_arrays(
+                chunk.indices, pa.array([labels.get(x, x) for x in d], pa.string())
+            )
+        )
     col = pa.chunked_array(chunks, table.schema.field(idx).type)
     return table.set_column(idx, table.schema.field(idx), col)
 
 
-def scan_job(job: Job, ctx: JobContext,
-             on_file: Callable[[int], None] | None = None) -> tuple[pa.Table, pa.Table, int]:
+def scan_job(
+    job: Job, ctx: JobContext, on_file: Callable[[int], None] | None = None
+) -> tuple[pa.Table, pa.Table, int]:
     """Scan every file of ``job``: (match table, manifest, bytes scanned).
 
     Local plain/compressed files go through :meth:`Scanner.run` (mmap); tar
@@ -210,9 +222,14 @@ def scan_job(job: Job, ctx: JobContext,
     if direct:
         # the table names files by their display form (escaped control/undecodable bytes)
         labels = {display_name(os.fsencode(f.path)): f.rel for f in direct}
-        res = scanner.run([f.path for f in direct], threads=o.threads, errors="collect",
-                          max_decompressed=o.max_decompressed, max_ratio=o.max_ratio,
-                          binary=o.binary)
+        res = scanner.run(
+            [f.path for f in direct],
+            threads=o.threads,
+            errors="collect",
+            max_decompressed=o.max_decompressed,
+            max_ratio=o.max_ratio,
+            binary=o.binary,
+        )
         tables.append(_relabel(res.table, labels))
         scanned += int(res.stats.get("bytes", 0))
         errs = {labels.get(e.path, e.path): f"{e.kind}: {e.message}" for e in res.errors}
@@ -224,8 +241,7 @@ def scan_job(job: Job, ctx: JobContext,
                 digest = None
             err = errs.get(f.rel)
             skip = skips.get(f.rel)
-            status[f.rel] = (digest, "error" if err else "skipped" if skip else "ok",
-                             err or skip)
+            status[f.rel] = (digest, "error" if err else "skipped" if skip else "ok", err or skip)
             if on_file:
                 on_file(f.size)
     for f in job.files:
@@ -240,9 +256,13 @@ def scan_job(job: Job, ctx: JobContext,
                 if f.is_tar:
                     try:
                         for label, member in _members(hr, f.rel):
-                            r = scanner.scan_stream(member, label,
-                                                    max_decompressed=o.max_decompressed,
-                                                    max_ratio=o.max_ratio, binary=o.binary)
+                            r = scanner.scan_stream(
+                                member,
+                                label,
+                                max_decompressed=o.max_decompressed,
+                                max_ratio=o.max_ratio,
+                                binary=o.binary,
+                            )
                             if r.table.num_rows:
                                 tables.append(r.table)
                             if len(tables) >= 256:
@@ -254,9 +274,13 @@ def scan_job(job: Job, ctx: JobContext,
                     except StreamError as exc:
                         errors.append(f"{f.rel}: {exc}")
                 else:
-                    r = scanner.scan_stream(_Unclosed(hr), f.rel,
-                                            max_decompressed=o.max_decompressed,
-                                            max_ratio=o.max_ratio, binary=o.binary)
+                    r = scanner.scan_stream(
+                        _Unclosed(hr),
+                        f.rel,
+                        max_decompressed=o.max_decompressed,
+                        max_ratio=o.max_ratio,
+                        binary=o.binary,
+                    )
                     tables.append(r.table)
                     scanned += int(r.stats["bytes"])
                     errors += [f"{e.kind}: {e.message}" for e in r.errors]
@@ -301,14 +325,20 @@ class _Unclosed:
         pass
 
 
-def _diagnosis_row(summary: dict[str, Any], job: Job, manifest: pa.Table, scanned: int,
-                   seconds: float) -> pa.Table:
+def _diagnosis_row(
+    summary: dict[str, Any], job: Job, manifest: pa.Table, scanned: int, seconds: float
+) -> pa.Table:
     row = dict(summary)
     n_err = int(pc.sum(pc.equal(manifest.column("status"), "error")).as_py() or 0)
     mtimes = [f.mtime for f in job.files if f.mtime is not None]
-    row.update(scanned_at=datetime.now(timezone.utc), last_modified=max(mtimes, default=None),
-               n_files=len(job.files), n_file_errors=n_err, bytes_scanned=scanned,
-               seconds=seconds)
+    row.update(
+        scanned_at=datetime.now(timezone.utc),
+        last_modified=max(mtimes, default=None),
+        n_files=len(job.files),
+        n_file_errors=n_err,
+        bytes_scanned=scanned,
+        seconds=seconds,
+    )
     fields = list(DIAGNOSIS_SCHEMA)
     known = set(DIAGNOSIS_SCHEMA.names)
     for k, v in row.items():  # keys a newer diagnosis adds are kept, typed by value
@@ -318,8 +348,12 @@ def _diagnosis_row(summary: dict[str, Any], job: Job, manifest: pa.Table, scanne
     return pa.Table.from_pylist([{k: row.get(k) for k in schema.names}], schema=schema)
 
 
-def index_job(job: Job, ctx: JobContext, previous: list[dict[str, Any]] | None,
-              on_file: Callable[[int], None] | None = None) -> JobReport:
+def index_job(
+    job: Job,
+    ctx: JobContext,
+    previous: list[dict[str, Any]] | None,
+    on_file: Callable[[int], None] | None = None,
+) -> JobReport:
     """Index one job if it is new or changed and commit it; never raises.
 
     ``previous``: the job's manifest rows from the last complete commit
@@ -335,26 +369,55 @@ def index_job(job: Job, ctx: JobContext, previous: list[dict[str, Any]] | None,
         if plan == "touched":  # same bytes, new mtimes: refresh the manifest only
             assert previous is not None
             prev = {r["path"]: r for r in previous}
-            manifest = _manifest([(f, touched.get(f.rel, prev[f.rel]["hash"]),
-                                   prev[f.rel]["status"], prev[f.rel]["error"])
-                                  for f in job.files])
+            manifest = _manifest(
+                [
+                    (
+                        f,
+                        touched.get(f.rel, prev[f.rel]["hash"]),
+                        prev[f.rel]["status"],
+                        prev[f.rel]["error"],
+                    )
+                    for f in job.files
+                ]
+            )
             store.commit(job.name, {"manifest": manifest})
-            return JobReport(job.name, "touched", files=len(job.files), size=job.size,
-                             seconds=time.perf_counter() - t0)
+            return JobReport(
+                job.name,
+                "touched",
+                files=len(job.files),
+                size=job.size,
+                seconds=time.perf_counter() - t0,
+            )
         table, manifest, scanned = scan_job(job, ctx, on_file)
         # where attribution reads lines back: the display form of the real path
         # (what it unescapes), so a name that is not UTF-8 is read back too
-        locations = {f.rel: display_name(os.fsencode(f.path))
-                     for f in job.files if job.local and not f.is_tar}
+        locations = {
+            f.rel: display_name(os.fsencode(f.path))
+            for f in job.files
+            if job.local and not f.is_tar
+        }
         attributed, summary, fates = diagnose_matches(table, ctx.signatures(), locations)
         diag = _diagnosis_row(summary, job, manifest, scanned, time.perf_counter() - t0)
-        store.commit(job.name, {"matches": attributed, "rank_fates": fates,
-                                "diagnosis": diag, "manifest": manifest})
+        store.commit(
+            job.name,
+            {"matches": attributed, "rank_fates": fates, "diagnosis": diag, "manifest": manifest},
+        )
         n_err = int(diag.column("n_file_errors")[0].as_py())
-        return JobReport(job.name, "indexed", files=len(job.files), size=job.size, bytes=scanned,
-                         file_errors=n_err, seconds=time.perf_counter() - t0)
+        return JobReport(
+            job.name,
+            "indexed",
+            files=len(job.files),
+            size=job.size,
+            bytes=scanned,
+            file_errors=n_err,
+            seconds=time.perf_counter() - t0,
+        )
     except Exception as exc:  # one broken job must not stop the others
-        return JobReport(job.name, "failed", files=len(job.files), size=job.size,
-                         seconds=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}")
-
-
+        return JobReport(
+            job.name,
+            "failed",
+            files=len(job.files),
+            size=job.size,
+            seconds=time.perf_counter() - t0,
+            error=f"{type(exc).__name__}: {exc}",
+        )

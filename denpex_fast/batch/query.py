@@ -34,15 +34,15 @@ from .store import DATASETS, PARTITIONING, IndexStore
 
 #: DuckDB settings of the default (safe) connection; ``unsafe=True`` drops them
 SAFE_DUCKDB_CONFIG: dict[str, Any] = {
-    "enable_external_access": False,       # no file, network, ATTACH, COPY, extension I/O
+    "enable_external_access": False,  # no file, network, ATTACH, COPY, extension I/O
     "autoload_known_extensions": False,
     "autoinstall_known_extensions": False,
     "allow_community_extensions": False,
     "allow_unsigned_extensions": False,
     "allow_persistent_secrets": False,
-    "python_enable_replacements": False,   # no scans of Python variables by name
-    "temp_directory": "",                  # no spill files (nothing is written)
-    "lock_configuration": True,            # SQL cannot SET any of this back
+    "python_enable_replacements": False,  # no scans of Python variables by name
+    "temp_directory": "",  # no spill files (nothing is written)
+    "lock_configuration": True,  # SQL cannot SET any of this back
 }
 
 REPORTS = {
@@ -81,8 +81,12 @@ REPORTS = {
 
 
 def _empty_schema(name: str) -> pa.Schema:
-    base = {"matches": MATCH_SCHEMA, "diagnosis": DIAGNOSIS_SCHEMA,
-            "rank_fates": RANK_FATE_SCHEMA, "manifest": MANIFEST_SCHEMA}[name]
+    base = {
+        "matches": MATCH_SCHEMA,
+        "diagnosis": DIAGNOSIS_SCHEMA,
+        "rank_fates": RANK_FATE_SCHEMA,
+        "manifest": MANIFEST_SCHEMA,
+    }[name]
     return base.append(pa.field("job", pa.string()))
 
 
@@ -94,8 +98,9 @@ class Index:
     ``unsafe=True``: DuckDB's defaults (other files, ``COPY``, ``ATTACH``...).
     """
 
-    def __init__(self, url: str, storage_options: dict[str, Any] | None = None, *,
-                 unsafe: bool = False) -> None:
+    def __init__(
+        self, url: str, storage_options: dict[str, Any] | None = None, *, unsafe: bool = False
+    ) -> None:
         self.store = IndexStore(url, storage_options)
         if not self.store.fs.isdir(self.store.root):
             raise FileNotFoundError(f"{url}: no index here")
@@ -111,8 +116,9 @@ class Index:
         return f"<Index {url!r}: {jobs:,} job{'' if jobs == 1 else 's'}>"
 
     def _read(self, name: str) -> pa.Table:
-        return self.store.read(name, _empty_schema(name).remove(
-            _empty_schema(name).get_field_index("job")))
+        return self.store.read(
+            name, _empty_schema(name).remove(_empty_schema(name).get_field_index("job"))
+        )
 
     def matches(self) -> pa.Table:
         """The attributed match table of every job (plus ``job``)."""
@@ -164,9 +170,13 @@ class Index:
             return _empty_schema(name).empty_table()
         fs = pafs.LocalFileSystem() if st.local else pafs.PyFileSystem(pafs.FSSpecHandler(st.fs))
         factory = ds.FileSystemDatasetFactory(
-            fs, files, ds.ParquetFileFormat(),
-            ds.FileSystemFactoryOptions(partitioning=PARTITIONING,
-                                        partition_base_dir=st.path(name)))
+            fs,
+            files,
+            ds.ParquetFileFormat(),
+            ds.FileSystemFactoryOptions(
+                partitioning=PARTITIONING, partition_base_dir=st.path(name)
+            ),
+        )
         found = factory.inspect(promote_options="permissive", fragments=None)
         schema = pa.unify_schemas([found, _empty_schema(name)], promote_options="permissive")
         return factory.finish(schema)
@@ -197,13 +207,15 @@ class Index:
             self._con = None
 
 
-def open_index(url: str, storage_options: dict[str, Any] | None = None, *,
-               unsafe: bool = False) -> Index:
+def open_index(
+    url: str, storage_options: dict[str, Any] | None = None, *, unsafe: bool = False
+) -> Index:
     """Open the index at ``url`` (a path or fsspec URL); ``unsafe``: see :class:`Index`."""
     return Index(url, storage_options, unsafe=unsafe)
 
 
 # -- output formats -------------------------------------------------------------
+
 
 def _plain(v: Any) -> Any:
     if isinstance(v, (datetime, date)):
@@ -234,8 +246,10 @@ def format_table(table: pa.Table, fmt: str = "text") -> str:
         raise ValueError(f"unknown format {fmt!r} (text, json, csv)")
     cells = [[_cell(r[n]) for n in names] for r in rows]
     widths = [max([len(n)] + [len(c[i]) for c in cells]) for i, n in enumerate(names)]
-    lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
+    lines = [
+        "  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip(),
+        "  ".join("-" * w for w in widths),
+    ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.append(f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
     return "\n".join(lines) + "\n"

@@ -22,7 +22,6 @@ second one waits up to ``lock_timeout`` seconds, then stops with
 one's staged files.
 """
 
-
 from __future__ import annotations
 
 import contextlib
@@ -47,7 +46,6 @@ DATASETS = ("matches", "rank_fates", "diagnosis", "manifest")  # commit order
 PARTITIONING = ds.partitioning(pa.schema([("job", pa.string())]), flavor="hive")
 
 
-
 # -- storage ------------------------------------------------------------------
 
 #: seconds after which a lease file on a non-local index is taken over
@@ -58,8 +56,10 @@ class IndexLockedError(DenpexError, RuntimeError):
     """Another ``denpex index`` is writing this index."""
 
     def __init__(self, url: str, owner: str) -> None:
-        super().__init__(f"{url}: another denpex index is writing this index ({owner}); "
-                         "wait for it to finish, or give a lock timeout to wait")
+        super().__init__(
+            f"{url}: another denpex index is writing this index ({owner}); "
+            "wait for it to finish, or give a lock timeout to wait"
+        )
         self.url, self.owner = url, owner
 
 
@@ -137,7 +137,8 @@ class IndexStore:
                     except BlockingIOError:
                         if time.monotonic() >= deadline:
                             raise IndexLockedError(
-                                self.url, _owner_text(os.pread(fd, 4096, 0))) from None
+                                self.url, _owner_text(os.pread(fd, 4096, 0))
+                            ) from None
                         time.sleep(0.2)
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, json.dumps(owner).encode(), 0)
@@ -170,6 +171,7 @@ class IndexStore:
 
     def committed_jobs(self) -> set[str]:
         """Jobs with a complete commit (a diagnosis partition and no pending marker)."""
+
         def names(sub: str) -> set[str]:
             try:
                 entries = self.fs.ls(self.path(sub), detail=False)
@@ -184,8 +186,9 @@ class IndexStore:
 
         return names("diagnosis") - names(".pending")
 
-    def read(self, name: str, schema: pa.Schema | None = None, *,
-             committed_only: bool = True) -> pa.Table:
+    def read(
+        self, name: str, schema: pa.Schema | None = None, *, committed_only: bool = True
+    ) -> pa.Table:
         """One dataset (``matches``...) as a table with its ``job`` column.
 
         ``committed_only``: only jobs whose commit completed (a crash between
@@ -205,29 +208,31 @@ class IndexStore:
         except FileNotFoundError:
             return []
         done = self.committed_jobs()
-        return sorted(f for f in files
-                      if unquote(f.rstrip("/").rsplit("/", 2)[-2][4:]) in done)
+        return sorted(f for f in files if unquote(f.rstrip("/").rsplit("/", 2)[-2][4:]) in done)
 
     def _read_all(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
         path = self.path(name)
         try:
             if not self._exists(path):
                 raise FileNotFoundError(path)
-            dset = ds.dataset(path, format="parquet", partitioning="hive",
-                              filesystem=self.arrow_fs())
+            dset = ds.dataset(
+                path, format="parquet", partitioning="hive", filesystem=self.arrow_fs()
+            )
             files = dset.files
         except (FileNotFoundError, pa.ArrowInvalid):
             files = []
         if not files:
             base = schema if schema is not None else pa.schema([])
             return base.append(pa.field("job", pa.string())).empty_table()
-        schemas = [ds.dataset(f, format="parquet", filesystem=self.arrow_fs()).schema
-                   for f in files[:1]]
+        schemas = [
+            ds.dataset(f, format="parquet", filesystem=self.arrow_fs()).schema for f in files[:1]
+        ]
         if schema is not None:
             schemas.append(schema)
         unified = pa.unify_schemas(schemas + [pa.schema([("job", pa.string())])])
-        table = ds.dataset(path, format="parquet", partitioning="hive", schema=unified,
-                           filesystem=self.arrow_fs()).to_table()
+        table = ds.dataset(
+            path, format="parquet", partitioning="hive", schema=unified, filesystem=self.arrow_fs()
+        ).to_table()
         return table.unify_dictionaries()  # one dictionary per column: group_by/compute work
 
     # -- commit -----------------------------------------------------------
@@ -249,10 +254,16 @@ class IndexStore:
                 staged[name] = None
                 continue
             table = table.append_column("job", pa.array([job] * table.num_rows, pa.string()))
-            ds.write_dataset(table, f"{tmp}/{name}", format="parquet", partitioning=PARTITIONING,
-                             filesystem=self.arrow_fs(), basename_template="part-{i}.parquet",
-                             existing_data_behavior="overwrite_or_ignore",
-                             create_dir=True)
+            ds.write_dataset(
+                table,
+                f"{tmp}/{name}",
+                format="parquet",
+                partitioning=PARTITIONING,
+                filesystem=self.arrow_fs(),
+                basename_template="part-{i}.parquet",
+                existing_data_behavior="overwrite_or_ignore",
+                create_dir=True,
+            )
             staged[name] = f"{tmp}/{name}/{part}"
         marker = self._marker(job)
         self.fs.makedirs(self.path(".pending"), exist_ok=True)
@@ -278,5 +289,3 @@ class IndexStore:
     def clean(self) -> None:
         """Remove ``.tmp``/``.trash`` leftovers of this run."""
         self.recover()
-
-

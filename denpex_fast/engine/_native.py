@@ -53,8 +53,9 @@ HS_FLAG_UTF8 = lib.HS_FLAG_UTF8
 class CallError(NativeError):
     """A native call failed; ``status``, ``err_no`` and ``expression`` say how."""
 
-    def __init__(self, status: int, message: str, err_no: int = 0, expression: int = -1,
-                 hs_error: int = 0) -> None:
+    def __init__(
+        self, status: int, message: str, err_no: int = 0, expression: int = -1, hs_error: int = 0
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.err_no = err_no
@@ -84,8 +85,13 @@ def _raise(rc: int, err: Any) -> None:
     """The one place a status becomes an exception: out of memory is also a
     MemoryError, an I/O failure also an OSError, anything else a CallError."""
     cls = NativeMemoryError if rc == ERR_NOMEM else NativeOSError if rc == ERR_IO else CallError
-    raise cls(rc, ffi.string(err.message).decode("utf-8", "replace"),
-              err.err_no, err.expression, err.hs_error)
+    raise cls(
+        rc,
+        ffi.string(err.message).decode("utf-8", "replace"),
+        err.err_no,
+        err.expression,
+        err.hs_error,
+    )
 
 
 def hs_version() -> str:
@@ -116,8 +122,9 @@ class Database:
         self.n_sigs = n_sigs
 
     @classmethod
-    def compile(cls, expressions: list[bytes], flags: list[int], ids: list[int],
-                n_sigs: int) -> Database:
+    def compile(
+        cls, expressions: list[bytes], flags: list[int], ids: list[int], n_sigs: int
+    ) -> Database:
         """Compile; raises CallError with ``expression`` set on a refused pattern."""
         if not expressions:
             raise ValueError("no patterns to compile")
@@ -285,13 +292,18 @@ class Result:
         r = self._ptr
         if n == 0:
             return {
-                "line": pa.array([], pa.uint64()), "offset": pa.array([], pa.uint64()),
-                "match_end": pa.array([], pa.uint64()), "sig": pa.array([], pa.int32()),
-                "file": pa.array([], pa.int32()), "text": pa.array([], pa.string()),
+                "line": pa.array([], pa.uint64()),
+                "offset": pa.array([], pa.uint64()),
+                "match_end": pa.array([], pa.uint64()),
+                "sig": pa.array([], pa.int32()),
+                "file": pa.array([], pa.int32()),
+                "text": pa.array([], pa.string()),
             }
         out = {}
         for name in ("line", "offset", "match_end"):
-            out[name] = pa.Array.from_buffers(pa.uint64(), n, [None, self._buf(getattr(r, name), 8 * n)])
+            out[name] = pa.Array.from_buffers(
+                pa.uint64(), n, [None, self._buf(getattr(r, name), 8 * n)]
+            )
         # indices < 2**31 by construction: viewed as int32 for dictionary arrays
         out["sig"] = pa.Array.from_buffers(pa.int32(), n, [None, self._buf(r.sig, 4 * n)])
         out["file"] = pa.Array.from_buffers(pa.int32(), n, [None, self._buf(r.file, 4 * n)])
@@ -317,16 +329,37 @@ def _check_scratch(scratch: Scratch, db: Database) -> None:
         raise RuntimeError("a scratch is used by one thread of one process only")
 
 
-def scan_buffer(db: Database, scratch: Scratch, data: Any, length: int, *, base_offset: int,
-                base_line: int, line_start: int, opts: Any, tally: Tally,
-                result: Result) -> tuple[int, int, str]:
+def scan_buffer(
+    db: Database,
+    scratch: Scratch,
+    data: Any,
+    length: int,
+    *,
+    base_offset: int,
+    base_line: int,
+    line_start: int,
+    opts: Any,
+    tally: Tally,
+    result: Result,
+) -> tuple[int, int, str]:
     """Scan ``data[:length]``; returns (status, errno, message). GIL released."""
     _check_scratch(scratch, db)
     err = _new_error()
     buf = ffi.from_buffer(data) if length else ffi.NULL
     try:
-        rc = lib.dx_scan_buffer(db._ptr, scratch._ptr, buf, length, base_offset, base_line,
-                                line_start, opts, tally._ptr, result._ptr, err)
+        rc = lib.dx_scan_buffer(
+            db._ptr,
+            scratch._ptr,
+            buf,
+            length,
+            base_offset,
+            base_line,
+            line_start,
+            opts,
+            tally._ptr,
+            result._ptr,
+            err,
+        )
     finally:
         if length:
             # end the buffer export now, not at garbage collection: the
@@ -335,13 +368,23 @@ def scan_buffer(db: Database, scratch: Scratch, data: Any, length: int, *, base_
     return rc, err.err_no, ffi.string(err.message).decode("utf-8", "replace")
 
 
-def scan_file(db: Database, scratch: Scratch, path: bytes, start: int, end: int, *, opts: Any,
-              tally: Tally, result: Result) -> tuple[int, int, str]:
+def scan_file(
+    db: Database,
+    scratch: Scratch,
+    path: bytes,
+    start: int,
+    end: int,
+    *,
+    opts: Any,
+    tally: Tally,
+    result: Result,
+) -> tuple[int, int, str]:
     """Scan the lines of a regular file starting in [start, end) by mmap."""
     _check_scratch(scratch, db)
     err = _new_error()
-    rc = lib.dx_scan_file(db._ptr, scratch._ptr, path, start, end, opts, tally._ptr,
-                          result._ptr, err)
+    rc = lib.dx_scan_file(
+        db._ptr, scratch._ptr, path, start, end, opts, tally._ptr, result._ptr, err
+    )
     return rc, err.err_no, ffi.string(err.message).decode("utf-8", "replace")
 
 
@@ -389,8 +432,16 @@ class TemplateSet:
         if rc != OK:
             raise MemoryError("cannot grow template set")
 
-    def new_lines(self, seen: TemplateSet, data: Any, length: int, *, base_offset: int,
-                  base_line: int, cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def new_lines(
+        self,
+        seen: TemplateSet,
+        data: Any,
+        length: int,
+        *,
+        base_offset: int,
+        base_line: int,
+        cap: int,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Lines whose template is neither here nor in ``seen`` (added to ``seen``).
 
         Returns (line, offset, hash) arrays and the newline count of the data.
@@ -402,10 +453,18 @@ class TemplateSet:
         buf = ffi.from_buffer(data) if length else ffi.NULL
         try:
             n = lib.dx_new_templates(
-                self._ptr, seen._ptr, buf, length, base_offset, base_line,
+                self._ptr,
+                seen._ptr,
+                buf,
+                length,
+                base_offset,
+                base_line,
                 ffi.cast("uint64_t *", ffi.from_buffer(lines)),
                 ffi.cast("uint64_t *", ffi.from_buffer(offsets)),
-                ffi.cast("uint64_t *", ffi.from_buffer(hashes)), cap, newlines)
+                ffi.cast("uint64_t *", ffi.from_buffer(hashes)),
+                cap,
+                newlines,
+            )
         finally:
             if length:
                 ffi.release(buf)

@@ -46,12 +46,17 @@ def cache_key(expressions: list[bytes], flags: list[int], ids: list[int], n_sigs
     from . import _native
 
     h = hashlib.sha256()
-    h.update(json.dumps({
-        "format": FORMAT_VERSION,
-        "hs": _native.hs_version(),
-        "platform": _native.platform_key(),
-        "n_sigs": n_sigs,
-    }, sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {
+                "format": FORMAT_VERSION,
+                "hs": _native.hs_version(),
+                "platform": _native.platform_key(),
+                "n_sigs": n_sigs,
+            },
+            sort_keys=True,
+        ).encode()
+    )
     for e, f, i in zip(expressions, flags, ids):
         h.update(len(e).to_bytes(8, "little"))
         h.update(e)
@@ -74,7 +79,7 @@ def load(directory: Path | None, key: str, n_sigs: int) -> _native.Database | No
         log.info("ignoring malformed cache file %s", path)
         return None
     payload = blob[head:]
-    if hashlib.sha256(payload).digest() != blob[len(MAGIC):head]:
+    if hashlib.sha256(payload).digest() != blob[len(MAGIC) : head]:
         log.info("ignoring corrupt cache file %s", path)
         return None
     from . import _native

@@ -59,7 +59,9 @@ def load_signatures(
 # --------------------------------------------------------------------------- compiling
 
 
-def compile_signatures(sigs: list[Signature], *, stop_at_first: bool) -> tuple[list[tuple[str, str]], Any, str]:
+def compile_signatures(
+    sigs: list[Signature], *, stop_at_first: bool
+) -> tuple[list[tuple[str, str]], Any, str]:
     """Compile all patterns with the native scanner.
 
     Returns ((id, message) per refused entry, a Scanner over the entries that compiled or
@@ -162,7 +164,9 @@ def _example_problems(sigs: list[Signature], scanner: Any) -> tuple[list[str], s
         def matched(n: int, sig: Signature, line: str) -> bool | None:
             return (n + 1, sig.id) in hits
     else:
-        note = "examples checked with Python re, an approximation of Hyperscan (scanner not available)"
+        note = (
+            "examples checked with Python re, an approximation of Hyperscan (scanner not available)"
+        )
 
         def matched(n: int, sig: Signature, line: str) -> bool | None:
             try:
@@ -177,7 +181,9 @@ def _example_problems(sigs: list[Signature], scanner: Any) -> tuple[list[str], s
             continue
         key = f"examples.{'match' if want else 'nomatch'}[{i}]"
         verb = "does not match" if want else "matches"
-        out.append(f"{sig.source}: signature '{sig.id}': field '{key}': {verb} the entry's patterns: {line!r}")
+        out.append(
+            f"{sig.source}: signature '{sig.id}': field '{key}': {verb} the entry's patterns: {line!r}"
+        )
     return out, note
 
 
@@ -238,7 +244,9 @@ def check_signatures(files: Iterable[StrPath] | None = None) -> tuple[list[str],
     if note:
         notes.append(note)
     failed_ids = {sid for sid, _ in failures}
-    example_problems, note = _example_problems([s for s in checked if s.id not in failed_ids], scanner)
+    example_problems, note = _example_problems(
+        [s for s in checked if s.id not in failed_ids], scanner
+    )
     problems += example_problems
     if note:
         notes.append(note)
@@ -247,16 +255,25 @@ def check_signatures(files: Iterable[StrPath] | None = None) -> tuple[list[str],
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: ``check``, ``list`` and ``show``; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m denpex_fast.engine.kbcheck", description="Check, list and show failure signatures.")
+    parser = argparse.ArgumentParser(
+        prog="python -m denpex_fast.engine.kbcheck",
+        description="Check, list and show failure signatures.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    p_check = sub.add_parser("check", help="strictly check files (default: the built-in knowledge base)")
+    p_check = sub.add_parser(
+        "check", help="strictly check files (default: the built-in knowledge base)"
+    )
     p_check.add_argument("files", nargs="*", help="signature TOML files")
     for name, help_ in (("list", "list the loaded signatures"), ("show", "describe one signature")):
         p = sub.add_parser(name, help=help_)
         if name == "show":
             p.add_argument("id")
-        p.add_argument("-p", "--path", action="append", default=[], help="extra signature directory or file")
-        p.add_argument("--no-builtin", action="store_true", help="leave out the built-in knowledge base")
+        p.add_argument(
+            "-p", "--path", action="append", default=[], help="extra signature directory or file"
+        )
+        p.add_argument(
+            "--no-builtin", action="store_true", help="leave out the built-in knowledge base"
+        )
     args = parser.parse_args(argv)
 
     try:

@@ -83,9 +83,9 @@ from . import _native, cache
 if TYPE_CHECKING:
     from ..kb.signatures import Signature
 
-DEFAULT_UNIT = 256 << 20       # a file range scanned by one task
-STREAM_CHUNK = 4 << 20         # decompressed bytes per native call
-COALESCE_BATCHES = 256         # run(): small batches merged into one table chunk
+DEFAULT_UNIT = 256 << 20  # a file range scanned by one task
+STREAM_CHUNK = 4 << 20  # decompressed bytes per native call
+COALESCE_BATCHES = 256  # run(): small batches merged into one table chunk
 
 ProgressFn = Callable[[int, int], None]
 
@@ -144,8 +144,10 @@ class ScanResult:
             parts.append(f"text of {int(self.stats['text_dropped']):,} rows dropped (2 GiB limit)")
         if self.errors:
             first = self.errors[0]
-            parts.append(f"{len(self.errors)} error{'' if len(self.errors) == 1 else 's'} "
-                         f"({_short(first.path, 40)}: {first.kind})")
+            parts.append(
+                f"{len(self.errors)} error{'' if len(self.errors) == 1 else 's'} "
+                f"({_short(first.path, 40)}: {first.kind})"
+            )
         return _fit(f"<ScanResult {', '.join(parts)}>")
 
     def to_pandas(self, **kwargs: Any) -> Any:
@@ -165,11 +167,11 @@ def _size(n: float) -> str:
 
 
 def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else "\u2026" + text[-(limit - 1):]
+    return text if len(text) <= limit else "\u2026" + text[-(limit - 1) :]
 
 
 def _fit(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[:limit - 2] + "\u2026>"
+    return text if len(text) <= limit else text[: limit - 2] + "\u2026>"
 
 
 def _normalise_patterns(patterns: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
@@ -196,8 +198,9 @@ class _Task:
 
     __slots__ = ("file_idx", "inp", "start", "end", "is_range")
 
-    def __init__(self, file_idx: int, inp: Input, start: int = 0, end: int = 0,
-                 is_range: bool = False) -> None:
+    def __init__(
+        self, file_idx: int, inp: Input, start: int = 0, end: int = 0, is_range: bool = False
+    ) -> None:
         self.file_idx = file_idx
         self.inp = inp
         self.start = start
@@ -275,8 +278,7 @@ class Scanner:
         self._patterns = _normalise_patterns(patterns)
         self.signature_ids: list[str] = list(self._patterns)
         self.caseless = caseless
-        self.options = _native.Options(max_rows_per_sig=max_rows_per_signature,
-                                       max_text=max_text)
+        self.options = _native.Options(max_rows_per_sig=max_rows_per_signature, max_text=max_text)
         self._cache_dir = cache.resolve_cache_dir(cache_dir)
         self._db = self._build_database()
         self._sig_dictionary = pa.array(self.signature_ids, pa.string())
@@ -292,13 +294,21 @@ class Scanner:
         for sig_idx, (sig, pats) in enumerate(self._patterns.items()):
             for k, p in enumerate(pats):
                 if "\x00" in p:
-                    raise PatternError(sig, k, p, "pattern contains a NUL character; "
-                                       "write \\x00 to match a NUL byte")
+                    raise PatternError(
+                        sig,
+                        k,
+                        p,
+                        "pattern contains a NUL character; write \\x00 to match a NUL byte",
+                    )
                 try:
                     exprs.append(p.encode("utf-8"))
                 except UnicodeEncodeError as exc:  # a lone surrogate, e.g. from os.fsdecode
-                    raise PatternError(sig, k, p, f"pattern is not valid Unicode ({exc.reason} "
-                                       f"at position {exc.start})") from None
+                    raise PatternError(
+                        sig,
+                        k,
+                        p,
+                        f"pattern is not valid Unicode ({exc.reason} at position {exc.start})",
+                    ) from None
                 ids.append(sig_idx)
                 where.append((sig, k))
         return exprs, [flag] * len(exprs), ids, where
@@ -317,7 +327,6 @@ class Scanner:
                 sig, k = where[exc.expression]
                 err = PatternError(sig, k, self._patterns[sig][k], str(exc))
                 if self.signature_set is not None:  # name the signature file too
-
                     found = pattern_failure(err, {s.id: s for s in self.signature_set})
                     if found is not None:
                         raise SignatureError(found[1]) from None
@@ -334,8 +343,12 @@ class Scanner:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Workers get the serialized database and deserialize it: no recompile.
-        state = {"patterns": self._patterns, "caseless": self.caseless,
-                 "max_rows": self.options.max_rows_per_sig, "max_text": self.options.max_text}
+        state = {
+            "patterns": self._patterns,
+            "caseless": self.caseless,
+            "max_rows": self.options.max_rows_per_sig,
+            "max_text": self.options.max_text,
+        }
         return (_rebuild_scanner, (self._db.serialize(), state))
 
     def __repr__(self) -> str:
@@ -418,10 +431,19 @@ class Scanner:
         batches: list[pa.RecordBatch] = []
         parts: list[pa.Table] = []
         sink = _Collector()
-        for batch in self._iter(paths, threads=threads, mmap=mmap, unit_size=unit_size,
-                                follow_symlinks=follow_symlinks, progress=progress,
-                                cancel=cancel, sink=sink, max_decompressed=max_decompressed,
-                                max_ratio=max_ratio, binary=binary):
+        for batch in self._iter(
+            paths,
+            threads=threads,
+            mmap=mmap,
+            unit_size=unit_size,
+            follow_symlinks=follow_symlinks,
+            progress=progress,
+            cancel=cancel,
+            sink=sink,
+            max_decompressed=max_decompressed,
+            max_ratio=max_ratio,
+            binary=binary,
+        ):
             batches.append(batch)
             if len(batches) >= COALESCE_BATCHES:
                 # many small files give one tiny batch each; each costs buffers
@@ -430,32 +452,51 @@ class Scanner:
                 batches = []
         parts.append(pa.Table.from_batches(batches, schema=MATCH_SCHEMA))
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        stats = {"files": sink.files_read(), "skipped": len(sink.skipped), "bytes": sink.bytes,
-                 "rows": table.num_rows, "text_dropped": sink.text_dropped,
-                 "seconds": time.perf_counter() - t0}
+        stats = {
+            "files": sink.files_read(),
+            "skipped": len(sink.skipped),
+            "bytes": sink.bytes,
+            "rows": table.num_rows,
+            "text_dropped": sink.text_dropped,
+            "seconds": time.perf_counter() - t0,
+        }
         if sink.errors or sink.skipped:
             import json
+
             meta = dict(table.schema.metadata or {})
             if sink.errors:
                 meta[b"denpex.errors"] = json.dumps([e.to_dict() for e in sink.errors]).encode()
             if sink.skipped:
                 meta[b"denpex.skipped"] = json.dumps([e.to_dict() for e in sink.skipped]).encode()
             table = table.replace_schema_metadata(meta)
-        result = ScanResult(table, sink.errors, sink.counts_table(self.signature_ids), stats,
-                            sink.skipped, sink.inputs)
+        result = ScanResult(
+            table,
+            sink.errors,
+            sink.counts_table(self.signature_ids),
+            stats,
+            sink.skipped,
+            sink.inputs,
+        )
         if sink.errors and errors == "raise":
             raise ScanError(sink.errors, result)
         return result
 
-    def iter_batches(self, paths: Iterable[Any] | str | os.PathLike[str], *,
-                     threads: int | None = None, mmap: bool = True,
-                     unit_size: int = DEFAULT_UNIT, follow_symlinks: bool = False,
-                     errors: list[FileError] | None = None,
-                     progress: ProgressFn | None = None,
-                     cancel: _native.CancelFlag | None = None,
-                     max_decompressed: int | None = None, max_ratio: float | None = None,
-                     binary: bool = False,
-                     skipped: list[FileError] | None = None) -> Iterator[pa.RecordBatch]:
+    def iter_batches(
+        self,
+        paths: Iterable[Any] | str | os.PathLike[str],
+        *,
+        threads: int | None = None,
+        mmap: bool = True,
+        unit_size: int = DEFAULT_UNIT,
+        follow_symlinks: bool = False,
+        errors: list[FileError] | None = None,
+        progress: ProgressFn | None = None,
+        cancel: _native.CancelFlag | None = None,
+        max_decompressed: int | None = None,
+        max_ratio: float | None = None,
+        binary: bool = False,
+        skipped: list[FileError] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         """Stream the match table as RecordBatches, in input order.
 
         Memory stays bounded for any number of inputs: at most ``2 * threads``
@@ -464,33 +505,59 @@ class Scanner:
         files to ``skipped``; the other keywords are those of :meth:`run`.
         """
         sink = _Collector()
-        yield from self._iter(paths, threads=threads, mmap=mmap, unit_size=unit_size,
-                              follow_symlinks=follow_symlinks, progress=progress,
-                              cancel=cancel, sink=sink, max_decompressed=max_decompressed,
-                              max_ratio=max_ratio, binary=binary)
+        yield from self._iter(
+            paths,
+            threads=threads,
+            mmap=mmap,
+            unit_size=unit_size,
+            follow_symlinks=follow_symlinks,
+            progress=progress,
+            cancel=cancel,
+            sink=sink,
+            max_decompressed=max_decompressed,
+            max_ratio=max_ratio,
+            binary=binary,
+        )
         if errors is not None:
             errors.extend(sink.errors)
         if skipped is not None:
             skipped.extend(sink.skipped)
 
-    def scan_bytes(self, data: bytes | bytearray | memoryview, *, name: str = "<bytes>") -> pa.Table:
+    def scan_bytes(
+        self, data: bytes | bytearray | memoryview, *, name: str = "<bytes>"
+    ) -> pa.Table:
         """Scan an in-memory buffer as one file named ``name``."""
         mv = memoryview(data).cast("B")
         tally = _native.Tally(len(self.signature_ids))
         result = _native.Result()
         opts = self.options.to_c(0, _native.ffi.NULL)
-        rc, err_no, msg = _native.scan_buffer(self._db, self._scratch(), mv, len(mv),
-                                              base_offset=0, base_line=0, line_start=0,
-                                              opts=opts, tally=tally, result=result)
+        rc, err_no, msg = _native.scan_buffer(
+            self._db,
+            self._scratch(),
+            mv,
+            len(mv),
+            base_offset=0,
+            base_line=0,
+            line_start=0,
+            opts=opts,
+            tally=tally,
+            result=result,
+        )
         if rc != _native.OK:
             raise _native.CallError(rc, msg, err_no)
         names = pa.array([name], pa.string())
         return pa.Table.from_batches([self._batch(result, names)], schema=MATCH_SCHEMA)
 
-    def scan_stream(self, readable: Any, name: str = "<stream>", *,
-                    max_decompressed: int | None = None, max_ratio: float | None = None,
-                    cancel: _native.CancelFlag | None = None,
-                    binary: bool = False) -> ScanResult:
+    def scan_stream(
+        self,
+        readable: Any,
+        name: str = "<stream>",
+        *,
+        max_decompressed: int | None = None,
+        max_ratio: float | None = None,
+        cancel: _native.CancelFlag | None = None,
+        binary: bool = False,
+    ) -> ScanResult:
         """Scan a binary file object (``read``/``readinto``) as one file named ``name``.
 
         Compression (gzip/zstd) is recognised from the first bytes, as for
@@ -503,51 +570,91 @@ class Scanner:
         t0 = time.perf_counter()
         head = readable.read(4) or b""
         kind = sniff(head)
-        reader = (Decoded(readable, kind, max_decompressed, max_ratio, head) if kind
-                  else Plain(readable, head, limit_or_default(max_decompressed)))
+        reader = (
+            Decoded(readable, kind, max_decompressed, max_ratio, head)
+            if kind
+            else Plain(readable, head, limit_or_default(max_decompressed))
+        )
         task = _Task(0, Input(name, None, kind, 0))
         flag = cancel or _native.CancelFlag()
         tally = _native.Tally(len(self.signature_ids))
         result = _native.Result()
-        error = self._scan_stream(task, self._scratch(), self.options.to_c(0, flag.pointer),
-                                  tally, result, (max_decompressed, max_ratio), flag, reader,
-                                  binary)
+        error = self._scan_stream(
+            task,
+            self._scratch(),
+            self.options.to_c(0, flag.pointer),
+            tally,
+            result,
+            (max_decompressed, max_ratio),
+            flag,
+            reader,
+            binary,
+        )
         sink = _Collector()
         sink.names = [name]
         st = _FileState(len(self.signature_ids))
-        batch = self._merge(_Done(task, result, tally.counts(), 0, error), st,
-                            pa.array(sink.names, pa.string()))
+        batch = self._merge(
+            _Done(task, result, tally.counts(), 0, error), st, pa.array(sink.names, pa.string())
+        )
         sink.add_file(0, st)
         sink.bytes = result.scanned
         table = pa.Table.from_batches([batch] if batch is not None else [], schema=MATCH_SCHEMA)
-        stats = {"files": sink.files_read(), "skipped": len(sink.skipped), "bytes": sink.bytes,
-                 "rows": table.num_rows, "text_dropped": sink.text_dropped,
-                 "seconds": time.perf_counter() - t0}
-        return ScanResult(table, sink.errors, sink.counts_table(self.signature_ids), stats,
-                          sink.skipped)
+        stats = {
+            "files": sink.files_read(),
+            "skipped": len(sink.skipped),
+            "bytes": sink.bytes,
+            "rows": table.num_rows,
+            "text_dropped": sink.text_dropped,
+            "seconds": time.perf_counter() - t0,
+        }
+        return ScanResult(
+            table, sink.errors, sink.counts_table(self.signature_ids), stats, sink.skipped
+        )
 
     # -- internals ----------------------------------------------------------
-    def _batch(self, result: _native.Result, names: pa.Array,
-               mask: np.ndarray | None = None) -> pa.RecordBatch:
+    def _batch(
+        self, result: _native.Result, names: pa.Array, mask: np.ndarray | None = None
+    ) -> pa.RecordBatch:
         cols = result.columns()
         n = result.n_rows
         file_arr = pa.DictionaryArray.from_arrays(cols["file"], names)
         sig_arr = pa.DictionaryArray.from_arrays(cols["sig"], self._sig_dictionary)
-        null = [pa.nulls(n, pa.int32()),
-                pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([], pa.string())),
-                pa.nulls(n, pa.timestamp("us", tz="UTC"))]
+        null = [
+            pa.nulls(n, pa.int32()),
+            pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([], pa.string())),
+            pa.nulls(n, pa.timestamp("us", tz="UTC")),
+        ]
         batch = pa.RecordBatch.from_arrays(
-            [file_arr, cols["line"], cols["offset"], cols["match_end"], sig_arr, cols["text"], *null],
-            schema=MATCH_SCHEMA)
+            [
+                file_arr,
+                cols["line"],
+                cols["offset"],
+                cols["match_end"],
+                sig_arr,
+                cols["text"],
+                *null,
+            ],
+            schema=MATCH_SCHEMA,
+        )
         if mask is not None:
             batch = batch.filter(pa.array(mask))
         return batch
 
-    def _iter(self, paths: Any, *, threads: int | None, mmap: bool, unit_size: int,
-              follow_symlinks: bool, progress: ProgressFn | None,
-              cancel: _native.CancelFlag | None, sink: _Collector,
-              max_decompressed: int | None = None,
-              max_ratio: float | None = None, binary: bool = False) -> Iterator[pa.RecordBatch]:
+    def _iter(
+        self,
+        paths: Any,
+        *,
+        threads: int | None,
+        mmap: bool,
+        unit_size: int,
+        follow_symlinks: bool,
+        progress: ProgressFn | None,
+        cancel: _native.CancelFlag | None,
+        sink: _Collector,
+        max_decompressed: int | None = None,
+        max_ratio: float | None = None,
+        binary: bool = False,
+    ) -> Iterator[pa.RecordBatch]:
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
         found, errors = resolve_inputs(paths, follow_symlinks=follow_symlinks)
@@ -600,7 +707,9 @@ class Scanner:
                         progress(done_bytes, total)
                     if self._is_last(done.task, tasks):
                         sink.add_file(done.task.file_idx, st)
-                        del states[done.task.file_idx]  # nothing per file outlives it but its counts
+                        del states[
+                            done.task.file_idx
+                        ]  # nothing per file outlives it but its counts
                     if batch is not None and batch.num_rows:
                         yield batch
             except BaseException:
@@ -625,8 +734,13 @@ class Scanner:
             else:
                 yield _Task(idx, inp)
 
-    def _run_task(self, task: _Task, flag: _native.CancelFlag,
-                  limits: tuple[int | None, float | None], binary: bool = False) -> _Done:
+    def _run_task(
+        self,
+        task: _Task,
+        flag: _native.CancelFlag,
+        limits: tuple[int | None, float | None],
+        binary: bool = False,
+    ) -> _Done:
         tally = _native.Tally(len(self.signature_ids))
         result = _native.Result()
         opts = self.options.to_c(task.file_idx, flag.pointer)
@@ -636,20 +750,36 @@ class Scanner:
         if task.is_range:
             assert task.inp.path is not None
             end = task.end if task.end < task.inp.size else _native.UINT64_MAX
-            rc, err_no, msg = _native.scan_file(self._db, scratch, task.inp.path, task.start, end,
-                                                opts=opts, tally=tally, result=result)
+            rc, err_no, msg = _native.scan_file(
+                self._db,
+                scratch,
+                task.inp.path,
+                task.start,
+                end,
+                opts=opts,
+                tally=tally,
+                result=result,
+            )
             newlines = result.newlines
             error = _status_error(task.inp.name, rc, err_no, msg)
         else:
-            error = self._scan_stream(task, scratch, opts, tally, result, limits, flag,
-                                      binary=binary)
+            error = self._scan_stream(
+                task, scratch, opts, tally, result, limits, flag, binary=binary
+            )
         return _Done(task, result, tally.counts(), newlines, error)
 
-    def _scan_stream(self, task: _Task, scratch: _native.Scratch, opts: Any,
-                     tally: _native.Tally, result: _native.Result,
-                     limits: tuple[int | None, float | None],
-                     flag: _native.CancelFlag, reader: Any = None,
-                     binary: bool = False) -> FileError | None:
+    def _scan_stream(
+        self,
+        task: _Task,
+        scratch: _native.Scratch,
+        opts: Any,
+        tally: _native.Tally,
+        result: _native.Result,
+        limits: tuple[int | None, float | None],
+        flag: _native.CancelFlag,
+        reader: Any = None,
+        binary: bool = False,
+    ) -> FileError | None:
         name = task.inp.name
         # a plain file was classified from its first block when resolved; a
         # compressed file or a stream is classified from its first decoded block
@@ -683,20 +813,28 @@ class Scanner:
                         kind = "truncated"
                     if isinstance(exc, OSError):
                         kind = "open"
-                    msg = str(exc) if isinstance(exc, (CorruptInput, LimitExceeded, OSError)) \
+                    msg = (
+                        str(exc)
+                        if isinstance(exc, (CorruptInput, LimitExceeded, OSError))
                         else f"corrupt input: {type(exc).__name__}: {exc}"
+                    )
                     err = FileError(name, kind, msg, getattr(exc, "errno", None))
-                    skip = check_head and base_off == 0 and not binary \
-                        and binary_reason(buf[:min(fill, SNIFF_BYTES)])
+                    skip = (
+                        check_head
+                        and base_off == 0
+                        and not binary
+                        and binary_reason(buf[: min(fill, SNIFF_BYTES)])
+                    )
                     if not skip:
-                        self._scan_chunk(scratch, mv, fill, base_off, base_line, line_start,
-                                         opts, tally, result)
+                        self._scan_chunk(
+                            scratch, mv, fill, base_off, base_line, line_start, opts, tally, result
+                        )
                     return err
                 finally:
                     mv.release()
                 if check_head:
                     check_head = False
-                    head = bytes(buf[:min(fill, SNIFF_BYTES)])
+                    head = bytes(buf[: min(fill, SNIFF_BYTES)])
                     bad = wrong_magic(name, head) if task.inp.compression is None else None
                     if bad:
                         return FileError(name, "corrupt", bad)
@@ -721,8 +859,9 @@ class Scanner:
                         cut, forced = fill, True
                 mv = memoryview(buf)
                 try:
-                    nl, rc, err_no, msg = self._scan_chunk(scratch, mv, cut, base_off, base_line,
-                                                           line_start, opts, tally, result)
+                    nl, rc, err_no, msg = self._scan_chunk(
+                        scratch, mv, cut, base_off, base_line, line_start, opts, tally, result
+                    )
                 finally:
                     mv.release()
                 if rc == _native.ERR_CANCELLED or flag.is_set():
@@ -735,20 +874,38 @@ class Scanner:
                     line_start = base_off + cut
                 base_off += cut - keep
                 rest = fill - (cut - keep)
-                buf[:rest] = buf[cut - keep:fill]
+                buf[:rest] = buf[cut - keep : fill]
                 fill = rest
                 if eof and fill <= keep:
                     return None
         finally:
             reader.close()
 
-    def _scan_chunk(self, scratch: _native.Scratch, mv: memoryview, length: int, base_off: int,
-                    base_line: int, line_start: int, opts: Any, tally: _native.Tally,
-                    result: _native.Result) -> tuple[int, int, int, str]:
+    def _scan_chunk(
+        self,
+        scratch: _native.Scratch,
+        mv: memoryview,
+        length: int,
+        base_off: int,
+        base_line: int,
+        line_start: int,
+        opts: Any,
+        tally: _native.Tally,
+        result: _native.Result,
+    ) -> tuple[int, int, int, str]:
         before = result.newlines
-        rc, err_no, msg = _native.scan_buffer(self._db, scratch, mv, length, base_offset=base_off,
-                                              base_line=base_line, line_start=line_start,
-                                              opts=opts, tally=tally, result=result)
+        rc, err_no, msg = _native.scan_buffer(
+            self._db,
+            scratch,
+            mv,
+            length,
+            base_offset=base_off,
+            base_line=base_line,
+            line_start=line_start,
+            opts=opts,
+            tally=tally,
+            result=result,
+        )
         return result.newlines - before, rc, err_no, msg
 
     def _merge(self, done: _Done, st: _FileState, names: pa.Array) -> pa.RecordBatch | None:
@@ -828,8 +985,9 @@ class _Collector:
         self.text_dropped += st.text_dropped
         nz = np.flatnonzero(st.counts)
         if len(nz):
-            self._counts.append((idx, nz.astype(np.int32), st.counts[nz],
-                                 st.kept[nz].astype(np.uint64)))
+            self._counts.append(
+                (idx, nz.astype(np.int32), st.counts[nz], st.kept[nz].astype(np.uint64))
+            )
         if st.error is not None and st.error.kind == "binary":
             self.skipped.append(st.error)
             self._streams_skipped += 1
@@ -848,10 +1006,15 @@ class _Collector:
                 sigs.append(sig_ids[s])
                 lines.append(int(counts[j]))
                 kept.append(int(k[j]))
-        return pa.table({"file": pa.array(files, pa.string()),
-                         "signature": pa.array(sigs, pa.string()),
-                         "lines": pa.array(lines, pa.uint64()),
-                         "kept": pa.array(kept, pa.uint64())}, schema=COUNTS_SCHEMA)
+        return pa.table(
+            {
+                "file": pa.array(files, pa.string()),
+                "signature": pa.array(sigs, pa.string()),
+                "lines": pa.array(lines, pa.uint64()),
+                "kept": pa.array(kept, pa.uint64()),
+            },
+            schema=COUNTS_SCHEMA,
+        )
 
 
 def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:

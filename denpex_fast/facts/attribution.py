@@ -104,12 +104,12 @@ from ..schema import MATCH_SCHEMA, file_codes
 from . import timeparse as tp
 from .timeparse import MISSING, ParsedTimes
 
-BATCH_ROWS = 1 << 18           # rows per parallel batch
-HEAD_WINDOW = 64 << 10         # bytes read from a file's start for a year or boot reference
-READ_BACK = (4 << 10, 64 << 10, 1 << 20, 16 << 20)   # read-back window per pass
-FLUSH_BYTES = 16 << 20         # read-back bytes parsed per vectorised batch
-LINE_HEAD = 256                # bytes of a read-back line that are parsed
-HEAD_TAGS = 256                # bytes of a line searched for rank/host tags in the message
+BATCH_ROWS = 1 << 18  # rows per parallel batch
+HEAD_WINDOW = 64 << 10  # bytes read from a file's start for a year or boot reference
+READ_BACK = (4 << 10, 64 << 10, 1 << 20, 16 << 20)  # read-back window per pass
+FLUSH_BYTES = 16 << 20  # read-back bytes parsed per vectorised batch
+LINE_HEAD = 256  # bytes of a read-back line that are parsed
+HEAD_TAGS = 256  # bytes of a line searched for rank/host tags in the message
 
 BootTime = _dt.datetime | float | int | str
 
@@ -123,67 +123,98 @@ _N = r"\d{1,7}"
 _MON = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
 
 # Prefixes launchers and log collectors put before a process's own text.
-_CHAIN = "(?:" + "|".join([
-    r"\[[A-Za-z_][\w-]*\d+\]: ?",                       # [rank3]: [default3]:
-    r"\[\d+\]: ?",                                      # [${rank}]: template
-    r"\[\d+,\d+\]<std(?:out|err)>: ?",                  # Open MPI --tag-output
-    r" *\d+: ",                                         # srun --label
-    _HOST_D + ": ",                                     # pdsh
-    r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?",                # Ray / vLLM workers
-    r"\[pod/[^\]\s]+\] ",                               # kubectl logs --prefix
-    r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? ",  # --timestamps
-]) + ")*?"
+_CHAIN = (
+    "(?:"
+    + "|".join(
+        [
+            r"\[[A-Za-z_][\w-]*\d+\]: ?",  # [rank3]: [default3]:
+            r"\[\d+\]: ?",  # [${rank}]: template
+            r"\[\d+,\d+\]<std(?:out|err)>: ?",  # Open MPI --tag-output
+            r" *\d+: ",  # srun --label
+            _HOST_D + ": ",  # pdsh
+            r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?",  # Ray / vLLM workers
+            r"\[pod/[^\]\s]+\] ",  # kubectl logs --prefix
+            r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? ",  # --timestamps
+        ]
+    )
+    + ")*?"
+)
 
-_RANK_PREFIX_FORMS = (r"(?:\[rank(?P<a>" + _N + r")\]:"
-                      r"|\[\d+,(?P<b>" + _N + r")\]<std(?:out|err)>:"
-                      r"|\s*(?P<c>" + _N + r"): "
-                      r"|\[(?P<d>" + _N + r")\]:."
-                      r"|\([\w-]+ rank=(?P<e>" + _N + r") [^()]*pid=\d+[^()]*\))")
+_RANK_PREFIX_FORMS = (
+    r"(?:\[rank(?P<a>" + _N + r")\]:"
+    r"|\[\d+,(?P<b>" + _N + r")\]<std(?:out|err)>:"
+    r"|\s*(?P<c>" + _N + r"): "
+    r"|\[(?P<d>" + _N + r")\]:."
+    r"|\([\w-]+ rank=(?P<e>" + _N + r") [^()]*pid=\d+[^()]*\))"
+)
 # the same forms at the line start, then behind other prefixes (slower: tried on fewer lines)
 _RANK_PREFIX_AT0 = "^" + _RANK_PREFIX_FORMS
 _RANK_PREFIX = "^" + _CHAIN + _RANK_PREFIX_FORMS
 _LOCAL_FORM = r"\[(?P<role>[A-Za-z_][\w-]*?)(?P<l>" + _N + r")\]:"
 _LOCAL_PREFIX_AT0 = "^" + _LOCAL_FORM
 _LOCAL_PREFIX = "^" + _CHAIN + _LOCAL_FORM
-_RANK_TAG = ("\\[PG (?:ID )?(?P<pg>\\d+)(?P<pgx>[^\\]]*?) Rank (?P<p>" + _N + r")\]"
-             r"|\[Rank (?P<r>" + _N + r")\]"
-             r"|GLOBAL_RANK: (?P<g>" + _N + r")"
-             r"|^\s*rank\s*: (?P<t>" + _N + r")(?:$|[^\d])"
-             r"|srun: error: [^\s:]+: task (?P<s>" + _N + r"):"
-             r"|Process name: \[\[\d+,\d+\],(?P<m>" + _N + r")\]"      # Open MPI abort summary
-             r"|process rank (?P<o>" + _N + r") with PID \d+ on node "    # mpirun noticed that ...
-             r"|local_rank: (?P<l>" + _N + r") \(pid: \d+\)"
-             r"|'--local_rank=(?P<dl>" + _N + r")'")                        # DeepSpeed launcher
+_RANK_TAG = (
+    "\\[PG (?:ID )?(?P<pg>\\d+)(?P<pgx>[^\\]]*?) Rank (?P<p>" + _N + r")\]"
+    r"|\[Rank (?P<r>" + _N + r")\]"
+    r"|GLOBAL_RANK: (?P<g>" + _N + r")"
+    r"|^\s*rank\s*: (?P<t>" + _N + r")(?:$|[^\d])"
+    r"|srun: error: [^\s:]+: task (?P<s>" + _N + r"):"
+    r"|Process name: \[\[\d+,\d+\],(?P<m>" + _N + r")\]"  # Open MPI abort summary
+    r"|process rank (?P<o>" + _N + r") with PID \d+ on node "  # mpirun noticed that ...
+    r"|local_rank: (?P<l>" + _N + r") \(pid: \d+\)"
+    r"|'--local_rank=(?P<dl>" + _N + r")'"
+)  # DeepSpeed launcher
 _RANK_TAG_GROUPS = ["p", "r", "g", "t", "s", "m", "o", "l", "dl"]
 _LOCAL_TAGS = ("l", "dl")
 
-_HOST_PREFIX = ("^" + _CHAIN + r"(?:(?P<pdsh>" + _HOST_D + r"): "
-                r"|\[pod/(?P<pod>[^/\]\s]+)[^\]\s]*\] "
-                r"|\([\w-]+ [^()]*ip=(?P<ray>[0-9a-fA-F.:]+)[^()]*\) ?"
-                r"|(?:<\d+>)?(?:(?:" + _MON + r") +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?"
-                r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))"
-                r" (?P<sys>" + _HOST + r") [^\s:\[]+(?:\[\d+\])?: "
-                r"|(?P<nccl>" + _HOST + r"):(?P<pid>\d+):\d+ \[\d+\] )")
-_HOST_TAG = (r"^\s*host\s*: (?P<elastic>" + _HOST + r")\s*$"
-             r"|\*\*\* (?:JOB|STEP) [\w.]+ ON (?P<slurm>" + _HOST + r") CANCELLED"
-             r"|srun: error: (?P<srun>" + _HOST + r"): task"
-             r"|(?:^|[\s\[(])(?P<nccl>" + _HOST + r"):(?P<pid>\d+):\d+ \[\d+\] "
-             r"|process rank \d+ with PID \d+ on node (?P<mpi>" + _HOST + r")"
-             r"|pod/(?P<pod>[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)"
-             r"|(?:^|[^-\w.])(?P<kf>[a-z0-9][-a-z0-9]*-(?:worker|master|launcher|chief|ps|evaluator)"
-             r"-\d+)(?:$|[^-\w])")
+_HOST_PREFIX = (
+    "^" + _CHAIN + r"(?:(?P<pdsh>" + _HOST_D + r"): "
+    r"|\[pod/(?P<pod>[^/\]\s]+)[^\]\s]*\] "
+    r"|\([\w-]+ [^()]*ip=(?P<ray>[0-9a-fA-F.:]+)[^()]*\) ?"
+    r"|(?:<\d+>)?(?:(?:" + _MON + r") +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))"
+    r" (?P<sys>" + _HOST + r") [^\s:\[]+(?:\[\d+\])?: "
+    r"|(?P<nccl>" + _HOST + r"):(?P<pid>\d+):\d+ \[\d+\] )"
+)
+_HOST_TAG = (
+    r"^\s*host\s*: (?P<elastic>" + _HOST + r")\s*$"
+    r"|\*\*\* (?:JOB|STEP) [\w.]+ ON (?P<slurm>" + _HOST + r") CANCELLED"
+    r"|srun: error: (?P<srun>" + _HOST + r"): task"
+    r"|(?:^|[\s\[(])(?P<nccl>" + _HOST + r"):(?P<pid>\d+):\d+ \[\d+\] "
+    r"|process rank \d+ with PID \d+ on node (?P<mpi>" + _HOST + r")"
+    r"|pod/(?P<pod>[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)"
+    r"|(?:^|[^-\w.])(?P<kf>[a-z0-9][-a-z0-9]*-(?:worker|master|launcher|chief|ps|evaluator)"
+    r"-\d+)(?:$|[^-\w])"
+)
 # a process's own prefix: Ray/vLLM workers "(Name pid=N, ip=A)"
-_PROC_PREFIX = ("^" + _CHAIN + r"\([\w-]+ (?:[^()]*? )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?")
+_PROC_PREFIX = (
+    "^" + _CHAIN + r"\([\w-]+ (?:[^()]*? )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?"
+)
 # words that fill a host slot in look-alike lines ("... INFO root: msg")
-_NOT_HOSTS = pa.array(["DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL", "FATAL",
-                       "TRACE", "NOTICE", "localhost", "..."])
+_NOT_HOSTS = pa.array(
+    [
+        "DEBUG",
+        "INFO",
+        "WARN",
+        "WARNING",
+        "ERROR",
+        "CRITICAL",
+        "FATAL",
+        "TRACE",
+        "NOTICE",
+        "localhost",
+        "...",
+    ]
+)
 
 
 def _ungrouped(expr: str) -> str:
     return re.sub(r"\(\?P<\w+>", "(?:", expr)
 
 
-def _extract(arr: pa.Array, rows: np.ndarray, expr: str) -> tuple[np.ndarray, pa.StructArray | None]:
+def _extract(
+    arr: pa.Array, rows: np.ndarray, expr: str
+) -> tuple[np.ndarray, pa.StructArray | None]:
     """Rows (of ``rows``) where ``expr`` matches, and its groups there.
 
     A plain match first: RE2 answers it with a DFA, while extracting groups
@@ -226,11 +257,11 @@ def _groups_str(parts: pa.StructArray, names: list[str]) -> pa.Array:
 class LineFacts:
     """What lines say about themselves (one element per line)."""
 
-    rank: np.ndarray          # int64, -1 = unknown
-    rank_local: np.ndarray    # bool: the rank is a local rank ([default3]:, local_rank:)
-    host: pa.Array            # string, null = unknown
+    rank: np.ndarray  # int64, -1 = unknown
+    rank_local: np.ndarray  # bool: the rank is a local rank ([default3]:, local_rank:)
+    host: pa.Array  # string, null = unknown
     times: ParsedTimes
-    process: pa.Array         # string naming the printing process (NCCL host:pid, Ray pid), or null
+    process: pa.Array  # string naming the printing process (NCCL host:pid, Ray pid), or null
 
 
 def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
@@ -257,9 +288,9 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
         val, which = _groups_int(parts, _RANK_TAG_GROUPS)
         pg = parts.field("pg")
         # [PG 3 Rank 1]: the rank inside process group 3, not the global rank
-        other_pg = (pc.and_(pc.not_equal(pg, ""), pc.not_equal(pg, "0")).to_numpy(
-            zero_copy_only=False) & ~pc.match_substring(parts.field("pgx"), "default_pg").to_numpy(
-                zero_copy_only=False))
+        other_pg = pc.and_(pc.not_equal(pg, ""), pc.not_equal(pg, "0")).to_numpy(
+            zero_copy_only=False
+        ) & ~pc.match_substring(parts.field("pgx"), "default_pg").to_numpy(zero_copy_only=False)
         val[(which == 0) & other_pg] = -1
         is_local = np.isin(which, [_RANK_TAG_GROUPS.index(x) for x in _LOCAL_TAGS])
         rank[at[~is_local]] = val[~is_local]
@@ -286,7 +317,9 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
     base = len(host_src[0]) if host_src else 0
     at, parts = _extract(head, np.flatnonzero(host_idx < 0), _HOST_TAG)
     if parts is not None:
-        host_src.append(_groups_str(parts, ["elastic", "slurm", "srun", "nccl", "mpi", "pod", "kf"]))
+        host_src.append(
+            _groups_str(parts, ["elastic", "slurm", "srun", "nccl", "mpi", "pod", "kf"])
+        )
         host_idx[at] = base + np.arange(len(at))
         proc_src.append(_nccl_process(parts))
         proc_idx[at] = base + np.arange(len(at))
@@ -299,16 +332,18 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
         proc_idx[at] = base + np.arange(len(at))
     process = _gather_strings(proc_src, proc_idx)
     # look-alike lines put a log level or a placeholder where a host would be
-    bad = pc.or_kleene(pc.is_in(host, value_set=_NOT_HOSTS),
-                       pc.match_substring_regex(host, r"^\d+$|^-"))
+    bad = pc.or_kleene(
+        pc.is_in(host, value_set=_NOT_HOSTS), pc.match_substring_regex(host, r"^\d+$|^-")
+    )
     host = pc.if_else(pc.fill_null(bad, False), pa.scalar(None, pa.string()), host)
     return LineFacts(rank, local, host, tp.parse_times(arr), process)
 
 
 def _nccl_process(parts: pa.StructArray) -> pa.Array:
     """``nccl:host:pid`` where the NCCL ``host:pid:tid`` group matched, else null."""
-    host = pc.if_else(pc.equal(parts.field("nccl"), ""), pa.scalar(None, pa.string()),
-                      parts.field("nccl"))
+    host = pc.if_else(
+        pc.equal(parts.field("nccl"), ""), pa.scalar(None, pa.string()), parts.field("nccl")
+    )
     return pc.binary_join_element_wise("nccl", host, parts.field("pid"), ":")
 
 
@@ -328,22 +363,29 @@ _PATH_RANK_PREFIXED = re.compile(r"(?:local|node|group|mp|pp|tp|dp|ep|cp)[-_]ran
 _PATH_WORKER = re.compile(r"(?:^|[-_.])worker[-_]?(\d{1,7})$", re.I)
 _TORCHRUN_DIR = re.compile(r"(?:^|/)attempt_\d+/(\d{1,7})/(?:stdout|stderr)\.log$")
 _EXPLICIT_HOST = re.compile(r"^(?:host|hostname|node)[-_=](" + _HOST + r")$", re.I)
-_NODE_NAME = re.compile(r"^(?:node|nid|host|compute|cn|gpu-?node|worker-?node|dgx|hgx|ip)"
-                        r"[-_]?\d+(?:[-.][A-Za-z0-9]+)*$", re.I)
+_NODE_NAME = re.compile(
+    r"^(?:node|nid|host|compute|cn|gpu-?node|worker-?node|dgx|hgx|ip)"
+    r"[-_]?\d+(?:[-.][A-Za-z0-9]+)*$",
+    re.I,
+)
 _HOST_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*[0-9][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*$")
 # Names with a digit that are runs, files, devices or models, not hosts: a
 # word from the first set followed by a number ("gpu3", "run2", "llama3"), or
 # any name starting with a word from the second ("rank-3", "llama-3-8b").
-_NOT_HOST_WORDS = frozenset("""
+_NOT_HOST_WORDS = frozenset(
+    """
 array batch case chunk console cp cuda day debug dev device dp dump ep err error eval fold gpu
 iter iteration job jobs local log logs model mp out output part phase pid pp proc process py
 python sample shard split stage stderr stdout t task temp tp train training v ver version worker x
-""".split())
-_NOT_HOST_FIRST = frozenset("""
+""".split()
+)
+_NOT_HOST_FIRST = frozenset(
+    """
 attempt bert bloom case checkpoint ckpt deepspeed epoch exp experiment falcon gemma gpt llama megatron
 mistral mixtral nccl opt phi pyspy pytest qwen rank run runs seed slurm step t5 test tests tmp
 torch trial
-""".split())
+""".split()
+)
 _LOG_SUFFIXES = (".gz", ".zst", ".zstd", ".log", ".out", ".err", ".txt", ".stderr", ".stdout")
 
 
@@ -352,7 +394,7 @@ class PathFacts:
     """What a file's path says: rank (``None``: nothing), how, and host."""
 
     rank: int | None = None
-    rank_how: str = ""        # "path" or "torchrun-log-dir"
+    rank_how: str = ""  # "path" or "torchrun-log-dir"
     host: str | None = None
 
 
@@ -385,7 +427,7 @@ def path_facts(name: str) -> PathFacts:
     if not parts:
         return PathFacts()
     stem = _stem(parts[-1])
-    comps = parts[:-1] + [stem]            # innermost last
+    comps = parts[:-1] + [stem]  # innermost last
     rank, how = None, ""
     m = _TORCHRUN_DIR.search(path)
     if m:
@@ -432,9 +474,9 @@ class _Source:
     compression: str | None = None
     size: int = 0
     mtime: float | None = None
-    problem: str = ""              # why it cannot be read ("" = readable)
+    problem: str = ""  # why it cannot be read ("" = readable)
     _head: tuple[np.ndarray, pa.Array] | None = None
-    reader: Any = None             # the job's readback.JobBytes: every read goes through it
+    reader: Any = None  # the job's readback.JobBytes: every read goes through it
 
     @property
     def plain(self) -> bool:
@@ -461,15 +503,21 @@ def _open_source(name: str, reader: Any) -> _Source:
     src = _Source(name, reader=reader)
     inp = reader.input(name)
     if inp is None:
-        src.problem = ("stdin" if name == STDIN else "archive member" if "::" in name
-                       else "cannot open")
+        src.problem = (
+            "stdin" if name == STDIN else "archive member" if "::" in name else "cannot open"
+        )
         return src
     try:
         st = os.stat(inp.path)
     except OSError as exc:
         src.problem = exc.strerror or "cannot open"
         return src
-    src.path, src.size, src.mtime, src.compression = inp.path, st.st_size, st.st_mtime, inp.compression
+    src.path, src.size, src.mtime, src.compression = (
+        inp.path,
+        st.st_size,
+        st.st_mtime,
+        inp.compression,
+    )
     return src
 
 
@@ -513,8 +561,9 @@ def _split_lines(chunks: list[tuple[int, bytes, bool]]) -> tuple[np.ndarray, pa.
     inter[0:-1:2] = starts
     inter[1::2] = ends
     inter[-1] = ends[-1]
-    spread = pa.LargeStringArray.from_buffers(2 * len(starts), pa.py_buffer(inter),
-                                              pa.py_buffer(blob))
+    spread = pa.LargeStringArray.from_buffers(
+        2 * len(starts), pa.py_buffer(inter), pa.py_buffer(blob)
+    )
     texts = spread.take(pa.array(np.arange(0, 2 * len(starts), 2))).cast(pa.string())
     return offsets, texts
 
@@ -540,11 +589,16 @@ class Attribution:
 
     def __repr__(self) -> str:
         n = self.table.num_rows
-        known = [f"{c} {n - self.table.column(c).null_count:,}"
-                 for c in ("rank", "host", "ts") if c in self.table.column_names]
+        known = [
+            f"{c} {n - self.table.column(c).null_count:,}"
+            for c in ("rank", "host", "ts")
+            if c in self.table.column_names
+        ]
         notes = len(self.notes)
-        return (f"<Attribution {n:,} row{'' if n == 1 else 's'}; known: {', '.join(known)}; "
-                f"{notes} note{'' if notes == 1 else 's'}>")
+        return (
+            f"<Attribution {n:,} row{'' if n == 1 else 's'}; known: {', '.join(known)}; "
+            f"{notes} note{'' if notes == 1 else 's'}>"
+        )
 
 
 def _files_phrase(names: list[str] | set[str], limit: int = 3) -> str:
@@ -586,16 +640,21 @@ def _boot_us(value: BootTime, tz: str) -> int:
 class _TimeContext:
     """Per-file facts needed to turn parsed parts into UTC: year reference, boot time."""
 
-    def __init__(self, tz: str, boot_time: BootTime | Mapping[str, BootTime] | None,
-                 sources: list[_Source], notes: _Notes) -> None:
+    def __init__(
+        self,
+        tz: str,
+        boot_time: BootTime | Mapping[str, BootTime] | None,
+        sources: list[_Source],
+        notes: _Notes,
+    ) -> None:
         self.tz = tz
         self.sources = sources
         self.notes = notes
         self.boot_arg = boot_time
-        self.year_ref: dict[int, int] = {}       # file -> wall-clock reference (us)
-        self.ref_offset: dict[int, int] = {}     # file -> offset of the reference line (-1: none)
-        self.ref_source: dict[int, str] = {}     # file -> "file", "mtime" or "now"
-        self.boot: dict[int, int] = {}           # file -> boot time (UTC us)
+        self.year_ref: dict[int, int] = {}  # file -> wall-clock reference (us)
+        self.ref_offset: dict[int, int] = {}  # file -> offset of the reference line (-1: none)
+        self.ref_source: dict[int, str] = {}  # file -> "file", "mtime" or "now"
+        self.boot: dict[int, int] = {}  # file -> boot time (UTC us)
         self._now = int(time.time() * tp.US)
 
     def set_row_refs(self, file_idx: np.ndarray, offset: np.ndarray, parsed: ParsedTimes) -> None:
@@ -629,9 +688,13 @@ class _TimeContext:
         self.ref_source[f] = how
         return ref
 
-    def boot_for(self, f: int, rows_text: pa.Array | None = None,
-                 rows_parsed: ParsedTimes | None = None,
-                 rows_off: np.ndarray | None = None) -> int:
+    def boot_for(
+        self,
+        f: int,
+        rows_text: pa.Array | None = None,
+        rows_parsed: ParsedTimes | None = None,
+        rows_off: np.ndarray | None = None,
+    ) -> int:
         if f in self.boot:
             return self.boot[f]
         src = self.sources[f]
@@ -649,8 +712,9 @@ class _TimeContext:
                 candidates.append((rows_text, rows_parsed, rows_off))
             candidates.append((head_text, tp.parse_times(head_text), head_off))
             for text, parsed, offs in candidates:
-                utc = self.resolve(np.full(len(parsed), f, np.int64), parsed, offs,
-                                   with_uptime=False)
+                utc = self.resolve(
+                    np.full(len(parsed), f, np.int64), parsed, offs, with_uptime=False
+                )
                 anchors = tp.boot_anchors(text, parsed, utc)
                 have = np.flatnonzero(anchors != MISSING)
                 if len(have):
@@ -662,8 +726,15 @@ class _TimeContext:
         self.boot[f] = boot
         return boot
 
-    def resolve(self, file_idx: np.ndarray, parsed: ParsedTimes, offsets: np.ndarray, *,
-                with_uptime: bool = True, texts: pa.Array | None = None) -> np.ndarray:
+    def resolve(
+        self,
+        file_idx: np.ndarray,
+        parsed: ParsedTimes,
+        offsets: np.ndarray,
+        *,
+        with_uptime: bool = True,
+        texts: pa.Array | None = None,
+    ) -> np.ndarray:
         """UTC microseconds (or MISSING) of parsed parts of lines at ``offsets`` of files ``file_idx``."""
         n = len(parsed)
         out = np.full(n, MISSING, np.int64)
@@ -678,14 +749,21 @@ class _TimeContext:
             files = file_idx[noyear]
             uniq = np.unique(files).tolist()
             ref_of = {f: self.ref_for(f) for f in uniq}
-            refs = np.array([ref_of[f] for f in files.tolist()], np.int64) if len(uniq) > 1 \
+            refs = (
+                np.array([ref_of[f] for f in files.tolist()], np.int64)
+                if len(uniq) > 1
                 else np.full(len(noyear), ref_of[uniq[0]], np.int64)
-            ref_at = np.array([self.ref_offset[f] for f in files.tolist()], np.int64) \
-                if len(uniq) > 1 else np.full(len(noyear), self.ref_offset[uniq[0]], np.int64)
+            )
+            ref_at = (
+                np.array([self.ref_offset[f] for f in files.tolist()], np.int64)
+                if len(uniq) > 1
+                else np.full(len(noyear), self.ref_offset[uniq[0]], np.int64)
+            )
             # after the reference line: +1; before it, or no line (mtime, now): -1
             side = np.where((ref_at >= 0) & (offsets[noyear] > ref_at), 1, -1)
-            wall[noyear] = tp.complete_years(parsed.month[noyear], parsed.day[noyear],
-                                             parsed.value[noyear], refs, side)
+            wall[noyear] = tp.complete_years(
+                parsed.month[noyear], parsed.day[noyear], parsed.value[noyear], refs, side
+            )
             for f in np.unique(file_idx[noyear]).tolist():
                 self.notes.file("year-from-" + self.ref_source[f], self.sources[f].name)
         has_wall = wall != MISSING
@@ -701,8 +779,9 @@ class _TimeContext:
                     if f not in self.boot and texts is not None:
                         # every line of this file here may anchor the boot time
                         mine = np.flatnonzero(file_idx == f)
-                        self.boot_for(f, texts.take(pa.array(mine)), parsed.take(mine),
-                                      offsets[mine])
+                        self.boot_for(
+                            f, texts.take(pa.array(mine)), parsed.take(mine), offsets[mine]
+                        )
                     boot = self.boot_for(f)
                     if boot != MISSING:
                         out[sel] = boot + parsed.value[sel]
@@ -713,8 +792,15 @@ class _TimeContext:
 # read-back of earlier lines
 
 
-def _carry_plain(src: _Source, f: int, off: np.ndarray, prev_end: np.ndarray, ts: np.ndarray,
-                 ctx: _TimeContext, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+def _carry_plain(
+    src: _Source,
+    f: int,
+    off: np.ndarray,
+    prev_end: np.ndarray,
+    ts: np.ndarray,
+    ctx: _TimeContext,
+    keep: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Carry timestamps for one plain file's rows (sorted by offset).
 
     Returns (ts, carried, rows carried from beyond the largest window).  A
@@ -725,11 +811,11 @@ def _carry_plain(src: _Source, f: int, off: np.ndarray, prev_end: np.ndarray, ts
     """
     n = len(off)
     need = (ts == MISSING) & ~keep
-    found = np.full(n, MISSING, np.int64)   # time from a line read back
-    decided = ~need                          # rows settled (own time, found, or take previous)
+    found = np.full(n, MISSING, np.int64)  # time from a line read back
+    decided = ~need  # rows settled (own time, found, or take previous)
     far = np.zeros(n, bool)
     pending = np.flatnonzero(need & (off > 0))
-    decided[need & (off == 0)] = True        # nothing before the first byte
+    decided[need & (off == 0)] = True  # nothing before the first byte
     with src.reader.reading(src.name) as read:
         if read is None:
             return ts.copy(), np.zeros(n, bool), 0
@@ -746,8 +832,11 @@ def _carry_plain(src: _Source, f: int, off: np.ndarray, prev_end: np.ndarray, ts
                 break
             cand_off, cand_ts = _read_candidates(read, src.size, lo, hi, f, ctx)
             k = np.searchsorted(cand_off, hi, side="left") - 1
-            ok = (k >= 0) & (cand_off[np.maximum(k, 0)] >= lo) if len(cand_off) else np.zeros(
-                len(hi), bool)
+            ok = (
+                (k >= 0) & (cand_off[np.maximum(k, 0)] >= lo)
+                if len(cand_off)
+                else np.zeros(len(hi), bool)
+            )
             found[pending[ok]] = cand_ts[k[ok]]
             reached = ~ok & (lo <= prev_end[pending])
             decided[pending[ok | reached]] = True
@@ -779,9 +868,14 @@ SPARSE_LINE = 8
 _TIMESTAMP_SIZED = re.compile(rb"(?m)^[^\n]{6,}")
 
 
-def _read_candidates(read: Callable[[int, int], bytes], size: int, lo: np.ndarray,
-                     hi: np.ndarray, f: int,
-                     ctx: _TimeContext) -> tuple[np.ndarray, np.ndarray]:
+def _read_candidates(
+    read: Callable[[int, int], bytes],
+    size: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    f: int,
+    ctx: _TimeContext,
+) -> tuple[np.ndarray, np.ndarray]:
     """Offsets and UTC times of the timestamped lines starting in the windows [lo, hi)."""
     order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], hi[order]
@@ -805,8 +899,9 @@ def _read_candidates(read: Callable[[int, int], bytes], size: int, lo: np.ndarra
         if len(keep) == 0:
             return
         sub = parsed.take(keep)
-        utc = ctx.resolve(np.full(len(keep), f, np.int64), sub, offs[keep],
-                          texts=texts.take(pa.array(keep)))
+        utc = ctx.resolve(
+            np.full(len(keep), f, np.int64), sub, offs[keep], texts=texts.take(pa.array(keep))
+        )
         good = utc != MISSING
         offs_all.append(offs[keep][good])
         ts_all.append(utc[good])
@@ -861,14 +956,20 @@ def _line_facts_parallel(text: pa.ChunkedArray, threads: int) -> LineFacts:
         np.concatenate([p.rank_local for p in parts]),
         pa.concat_arrays([p.host for p in parts]),
         ParsedTimes.concat([p.times for p in parts]),
-        pa.concat_arrays([p.process for p in parts]))
+        pa.concat_arrays([p.process for p in parts]),
+    )
 
 
-def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = True,
-              boot_time: BootTime | Mapping[str, BootTime] | None = None,
-              threads: int | None = None,
-              locations: Mapping[str, str] | None = None,
-              reader: Any = None) -> Attribution:
+def attribute(
+    table: pa.Table,
+    *,
+    default_tz: str = "UTC",
+    read_context: bool = True,
+    boot_time: BootTime | Mapping[str, BootTime] | None = None,
+    threads: int | None = None,
+    locations: Mapping[str, str] | None = None,
+    reader: Any = None,
+) -> Attribution:
     """Fill ``rank``, ``host`` and ``ts`` of a match table (see the module doc).
 
     ``default_tz``: the IANA zone (or ``+HH:MM``) naive timestamps are read
@@ -898,9 +999,17 @@ def attribute(table: pa.Table, *, default_tz: str = "UTC", read_context: bool = 
     file_idx, names = file_codes(table.column("file"))
     offset = table.column("offset").to_numpy().astype(np.int64) if n else np.zeros(0, np.int64)
     text = table.column("text")
-    facts = _line_facts_parallel(text, threads or default_threads()) if n else LineFacts(
-        np.zeros(0, np.int64), np.zeros(0, bool), pa.array([], pa.string()), ParsedTimes.empty(0),
-        pa.array([], pa.string()))
+    facts = (
+        _line_facts_parallel(text, threads or default_threads())
+        if n
+        else LineFacts(
+            np.zeros(0, np.int64),
+            np.zeros(0, bool),
+            pa.array([], pa.string()),
+            ParsedTimes.empty(0),
+            pa.array([], pa.string()),
+        )
+    )
     paths = [path_facts(nm) for nm in names]
     sources: list[_Source] = [_Source(nm, problem="not read") for nm in names]
     if read_context:
@@ -981,8 +1090,11 @@ def _old_strings(table: pa.Table, name: str, n: int) -> pa.Array:
 def _codes(values: pa.Array, with_values: bool = False):  # type: ignore[no-untyped-def]
     """Integer codes of strings (-1 for null), and with ``with_values`` the distinct strings."""
     enc = pc.dictionary_encode(values)
-    codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64) \
-        if len(values) else np.zeros(0, np.int64)
+    codes = (
+        pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        if len(values)
+        else np.zeros(0, np.int64)
+    )
     if with_values:
         return codes, [str(v) for v in enc.dictionary.to_pylist()]
     return codes
@@ -1015,9 +1127,17 @@ def _propagate(values: np.ndarray, key: np.ndarray, file_idx: np.ndarray) -> tup
     return out, int(hit.sum())
 
 
-def _carry(ts: np.ndarray, file_idx: np.ndarray, offset: np.ndarray, text: pa.ChunkedArray,
-           sources: list[_Source], ctx: _TimeContext, notes: _Notes, read_context: bool,
-           keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _carry(
+    ts: np.ndarray,
+    file_idx: np.ndarray,
+    offset: np.ndarray,
+    text: pa.ChunkedArray,
+    sources: list[_Source],
+    ctx: _TimeContext,
+    notes: _Notes,
+    read_context: bool,
+    keep: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Carried times for rows without one (``keep``: rows that stay as they are)."""
     n = len(ts)
     out = ts.copy()
@@ -1071,13 +1191,21 @@ def _line_byte_lengths(text: pa.ChunkedArray) -> np.ndarray:
     where invalid UTF-8 became U+FFFD (more bytes than the line had): those
     count as 1 byte so the read-back window never starts past a line start.
     """
-    lens = pc.binary_length(text).to_numpy().astype(np.int64) if len(text) else np.zeros(0, np.int64)
+    lens = (
+        pc.binary_length(text).to_numpy().astype(np.int64) if len(text) else np.zeros(0, np.int64)
+    )
     repl = pc.match_substring(text, "\ufffd").to_numpy() if len(text) else np.zeros(0, bool)
     return np.where(repl, 1, np.maximum(lens, 1))
 
 
-def _build(table: pa.Table, schema: pa.Schema, rank: np.ndarray, host_codes: np.ndarray,
-           host_values: list[str], ts: np.ndarray) -> pa.Table:
+def _build(
+    table: pa.Table,
+    schema: pa.Schema,
+    rank: np.ndarray,
+    host_codes: np.ndarray,
+    host_values: list[str],
+    ts: np.ndarray,
+) -> pa.Table:
     rank_arr = pa.array(np.where(rank < 0, 0, rank).astype(np.int32), pa.int32(), mask=rank < 0)
     # a dictionary of only the hosts that rows use
     used, inverse = np.unique(host_codes[host_codes >= 0], return_inverse=True)
@@ -1085,9 +1213,11 @@ def _build(table: pa.Table, schema: pa.Schema, rank: np.ndarray, host_codes: np.
     idx[host_codes >= 0] = inverse
     host_arr = pa.DictionaryArray.from_arrays(
         pa.array(idx, pa.int32(), mask=host_codes < 0),
-        pa.array([host_values[i] for i in used.tolist()], pa.string()))
+        pa.array([host_values[i] for i in used.tolist()], pa.string()),
+    )
     ts_arr = pa.array(np.where(ts == MISSING, 0, ts), pa.int64(), mask=ts == MISSING).cast(
-        pa.timestamp("us", tz="UTC"))
+        pa.timestamp("us", tz="UTC")
+    )
     out = table
     for name, arr in (("rank", rank_arr), ("host", host_arr), ("ts", ts_arr)):
         fld = schema.field(name)
@@ -1106,53 +1236,80 @@ def _compose_notes(notes: _Notes, tz: str) -> list[str]:
     if fl.get("naive"):
         out.append(f"naive timestamps in {_files_phrase(fl['naive'])} were read as {tz}")
     if fl.get("year-from-file"):
-        out.append("year-less timestamps (glog, syslog, vLLM) in "
-                   f"{_files_phrase(fl['year-from-file'])} took the year from other "
-                   "timestamps in the same file")
+        out.append(
+            "year-less timestamps (glog, syslog, vLLM) in "
+            f"{_files_phrase(fl['year-from-file'])} took the year from other "
+            "timestamps in the same file"
+        )
     if fl.get("year-from-mtime"):
-        out.append("year-less timestamps (glog, syslog, vLLM) in "
-                   f"{_files_phrase(fl['year-from-mtime'])} took the year from the file's "
-                   "modification time: no dated line in the file")
+        out.append(
+            "year-less timestamps (glog, syslog, vLLM) in "
+            f"{_files_phrase(fl['year-from-mtime'])} took the year from the file's "
+            "modification time: no dated line in the file"
+        )
     if fl.get("year-from-now"):
-        out.append("year-less timestamps in "
-                   f"{_files_phrase(fl['year-from-now'])} took the current year: no dated "
-                   "line and no file to look at")
+        out.append(
+            "year-less timestamps in "
+            f"{_files_phrase(fl['year-from-now'])} took the current year: no dated "
+            "line and no file to look at"
+        )
     if fl.get("boot-from-arg"):
-        out.append(f"dmesg uptimes in {_files_phrase(fl['boot-from-arg'])} count from the "
-                   "given boot_time")
+        out.append(
+            f"dmesg uptimes in {_files_phrase(fl['boot-from-arg'])} count from the given boot_time"
+        )
     if fl.get("boot-from-line"):
-        out.append(f"dmesg uptimes in {_files_phrase(fl['boot-from-line'])} count from the "
-                   "boot time implied by a line with both a clock and an uptime")
+        out.append(
+            f"dmesg uptimes in {_files_phrase(fl['boot-from-line'])} count from the "
+            "boot time implied by a line with both a clock and an uptime"
+        )
     if fl.get("boot-missing"):
-        out.append(f"dmesg uptimes in {_files_phrase(fl['boot-missing'])} have no boot "
-                   "anchor (pass boot_time=); their ts is left null")
+        out.append(
+            f"dmesg uptimes in {_files_phrase(fl['boot-missing'])} have no boot "
+            "anchor (pass boot_time=); their ts is left null"
+        )
     c = notes.counts
     if c.get("carried-read"):
-        out.append(f"ts of {_rows(c['carried-read'])} carried from the nearest earlier "
-                   "timestamped line (read back from the file)")
+        out.append(
+            f"ts of {_rows(c['carried-read'])} carried from the nearest earlier "
+            "timestamped line (read back from the file)"
+        )
     if c.get("carried-far"):
-        out.append(f"ts of {_rows(c['carried-far'])} carried from an earlier row: no "
-                   f"timestamped line in the {READ_BACK[-1] >> 20} MiB read back before them")
+        out.append(
+            f"ts of {_rows(c['carried-far'])} carried from an earlier row: no "
+            f"timestamped line in the {READ_BACK[-1] >> 20} MiB read back before them"
+        )
     for key in sorted(k for k in fl if k.startswith("rows-carried:")):
         why = key.split(":", 1)[1]
-        out.append(f"ts of rows in {_files_phrase(fl[key])} carried from the nearest earlier "
-                   f"timestamped row of the table, not read back ({why})")
+        out.append(
+            f"ts of rows in {_files_phrase(fl[key])} carried from the nearest earlier "
+            f"timestamped row of the table, not read back ({why})"
+        )
     if c.get("carried-rows") and not any(k.startswith("rows-carried:") for k in fl):
         out.append(f"ts of {_rows(c['carried-rows'])} carried from earlier rows of the table")
     if fl.get("rank-torchrun-dir"):
-        out.append(f"rank of {_files_phrase(fl['rank-torchrun-dir'])} is the local rank of the "
-                   "torchrun --log-dir layout (<run>/attempt_K/<local_rank>/); it equals the "
-                   "global rank only on a single node")
+        out.append(
+            f"rank of {_files_phrase(fl['rank-torchrun-dir'])} is the local rank of the "
+            "torchrun --log-dir layout (<run>/attempt_K/<local_rank>/); it equals the "
+            "global rank only on a single node"
+        )
     if c.get("rank-local"):
-        out.append(f"rank of {_rows(c['rank-local'])} is a local rank ([default3]:, "
-                   "local_rank: N); it equals the global rank only on a single node")
+        out.append(
+            f"rank of {_rows(c['rank-local'])} is a local rank ([default3]:, "
+            "local_rank: N); it equals the global rank only on a single node"
+        )
     if c.get("rank-from-process"):
-        out.append(f"rank of {_rows(c['rank-from-process'])} taken from other lines of the same "
-                   "process (NCCL host:pid, Ray/vLLM pid) in the same file")
+        out.append(
+            f"rank of {_rows(c['rank-from-process'])} taken from other lines of the same "
+            "process (NCCL host:pid, Ray/vLLM pid) in the same file"
+        )
     if c.get("host-from-process"):
-        out.append(f"host of {_rows(c['host-from-process'])} taken from other lines of the same "
-                   "process in the same file")
+        out.append(
+            f"host of {_rows(c['host-from-process'])} taken from other lines of the same "
+            "process in the same file"
+        )
     if c.get("host-from-rank"):
-        out.append(f"host of {_rows(c['host-from-rank'])} taken from other rows of the same "
-                   "rank in the same file")
+        out.append(
+            f"host of {_rows(c['host-from-rank'])} taken from other rows of the same "
+            "rank in the same file"
+        )
     return out

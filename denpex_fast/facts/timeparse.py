@@ -37,16 +37,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-HEAD_BYTES = 200      # where a line's own timestamp can start
-TAIL_BYTES = 48       # longest timestamp text parsed after the start
+HEAD_BYTES = 200  # where a line's own timestamp can start
+TAIL_BYTES = 48  # longest timestamp text parsed after the start
 
 NONE, INSTANT, NAIVE, NOYEAR, UPTIME = 0, 1, 2, 3, 4
-KIND_NAMES = {NONE: "none", INSTANT: "instant", NAIVE: "naive", NOYEAR: "no-year",
-              UPTIME: "uptime"}
+KIND_NAMES = {NONE: "none", INSTANT: "instant", NAIVE: "naive", NOYEAR: "no-year", UPTIME: "uptime"}
 
 US = 1_000_000
 DAY_US = 86_400 * US
-MISSING = np.iinfo(np.int64).min   # "no value" in int64 arrays
+MISSING = np.iinfo(np.int64).min  # "no value" in int64 arrays
 
 _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 _MON = "|".join(_MONTHS)
@@ -58,15 +57,24 @@ _FRAC = r"(?:[.,](?P<f>\d{1,9}))?"
 # leftmost timestamp starts.  Group names: Y year, mo month, mon month name,
 # d day, H/M/S, f fraction, z zone, s seconds (epoch/uptime).
 FORMATS: dict[str, str] = {
-    "iso": (r"(?P<Y>(?:19|20)\d\d)-(?P<mo>\d\d)-(?P<d>\d\d)[T _](?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)"
-            + _FRAC + r"(?P<z>Z|UTC|GMT|[+-]\d\d(?::?\d\d)?| [+-]\d\d:?\d\d| UTC| GMT)?"),
-    "glog": (r"[IWEF](?P<mo>\d{1,2})(?P<d>\d\d) (?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)"
-             r"(?:\.(?P<f>\d{1,9}))?"),
-    "syslog": (r"(?:(?:" + _DOW + r") )?(?P<mon>" + _MON + r") +(?P<d>\d{1,2}) "
-               r"(?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)(?:\.(?P<f>\d{1,9}))?"
-               r"(?: (?P<Y>(?:19|20)\d\d)(?:$|[^\d]))?"),
-    "vllm": (r"(?:" + _LEVEL + r") (?P<mo>\d\d)-(?P<d>\d\d) (?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)"
-             r"(?:\.(?P<f>\d{1,9}))?"),
+    "iso": (
+        r"(?P<Y>(?:19|20)\d\d)-(?P<mo>\d\d)-(?P<d>\d\d)[T _](?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)"
+        + _FRAC
+        + r"(?P<z>Z|UTC|GMT|[+-]\d\d(?::?\d\d)?| [+-]\d\d:?\d\d| UTC| GMT)?"
+    ),
+    "glog": (
+        r"[IWEF](?P<mo>\d{1,2})(?P<d>\d\d) (?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)"
+        r"(?:\.(?P<f>\d{1,9}))?"
+    ),
+    "syslog": (
+        r"(?:(?:" + _DOW + r") )?(?P<mon>" + _MON + r") +(?P<d>\d{1,2}) "
+        r"(?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)(?:\.(?P<f>\d{1,9}))?"
+        r"(?: (?P<Y>(?:19|20)\d\d)(?:$|[^\d]))?"
+    ),
+    "vllm": (
+        r"(?:" + _LEVEL + r") (?P<mo>\d\d)-(?P<d>\d\d) (?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)"
+        r"(?:\.(?P<f>\d{1,9}))?"
+    ),
     "epoch": r"\[(?P<s>\d{10})(?:\.(?P<f>\d{1,9}))?\]",
     "uptime": r"(?:<\d+>)?\[ *(?P<s>\d{1,9})\.(?P<f>\d{6})\]",
 }
@@ -81,14 +89,16 @@ def _ungrouped(expr: str) -> str:
 # Where the leftmost timestamp starts.  Word boundaries keep dates inside
 # identifiers (ckpt_2024-05-01_...) and glog-like tokens inside words out;
 # uptimes count only at the line start, where dmesg puts them.
-_FIND = "|".join([
-    r"^" + _ungrouped(FORMATS["uptime"]),
-    r"\b" + _ungrouped(FORMATS["iso"]).split("(?:[.,]")[0],
-    r"\b" + _ungrouped(FORMATS["glog"]).split("(?:\\.")[0],
-    r"\b(?:(?:" + _DOW + r") )?(?:" + _MON + r") +\d{1,2} \d\d:\d\d:\d\d",
-    r"\b(?:" + _LEVEL + r") \d\d-\d\d \d\d:\d\d:\d\d",
-    _ungrouped(FORMATS["epoch"]),
-])
+_FIND = "|".join(
+    [
+        r"^" + _ungrouped(FORMATS["uptime"]),
+        r"\b" + _ungrouped(FORMATS["iso"]).split("(?:[.,]")[0],
+        r"\b" + _ungrouped(FORMATS["glog"]).split("(?:\\.")[0],
+        r"\b(?:(?:" + _DOW + r") )?(?:" + _MON + r") +\d{1,2} \d\d:\d\d:\d\d",
+        r"\b(?:" + _LEVEL + r") \d\d-\d\d \d\d:\d\d:\d\d",
+        _ungrouped(FORMATS["epoch"]),
+    ]
+)
 
 
 @dataclass
@@ -110,22 +120,32 @@ class ParsedTimes:
 
     @classmethod
     def empty(cls, n: int) -> ParsedTimes:
-        return cls(np.zeros(n, np.int8), np.zeros(n, np.int8), np.zeros(n, np.int64),
-                   np.zeros(n, np.int8), np.zeros(n, np.int8))
+        return cls(
+            np.zeros(n, np.int8),
+            np.zeros(n, np.int8),
+            np.zeros(n, np.int64),
+            np.zeros(n, np.int8),
+            np.zeros(n, np.int8),
+        )
 
     def __len__(self) -> int:
         return len(self.kind)
 
     def take(self, idx: np.ndarray) -> ParsedTimes:
-        return ParsedTimes(self.kind[idx], self.fmt[idx], self.value[idx], self.month[idx],
-                           self.day[idx])
+        return ParsedTimes(
+            self.kind[idx], self.fmt[idx], self.value[idx], self.month[idx], self.day[idx]
+        )
 
     @classmethod
     def concat(cls, parts: list[ParsedTimes]) -> ParsedTimes:
         if not parts:
             return cls.empty(0)
-        return cls(*(np.concatenate([getattr(p, f) for p in parts])
-                     for f in ("kind", "fmt", "value", "month", "day")))
+        return cls(
+            *(
+                np.concatenate([getattr(p, f) for p in parts])
+                for f in ("kind", "fmt", "value", "month", "day")
+            )
+        )
 
 
 def _string_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -209,8 +229,9 @@ def valid_date(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
     return ok & (d <= dim)
 
 
-def _tod(H: np.ndarray, M: np.ndarray, S: np.ndarray,
-         f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _tod(
+    H: np.ndarray, M: np.ndarray, S: np.ndarray, f: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     ok = (H <= 23) & (M <= 59) & (S <= 60)  # 60: a leap second, kept as the next second
     return ((H * 60 + M) * 60 + S) * US + f, ok
 
@@ -254,6 +275,7 @@ def parse_times(text: pa.Array | pa.ChunkedArray) -> ParsedTimes:
 
 # -- reading fields at byte positions (texts already matched the format's regex)
 
+
 class _Bytes:
     """The first :data:`TAIL_BYTES` bytes of each string as a matrix (0 past its end).
 
@@ -292,7 +314,7 @@ class _Bytes:
         """The ``width`` digits at ``k`` as an integer (the regex guarantees digits)."""
         weights = 10 ** np.arange(width - 1, -1, -1, dtype=np.int64)
         if isinstance(k, int):
-            return (self.mat[:, k: k + width].astype(np.int64) - 48) @ weights
+            return (self.mat[:, k : k + width].astype(np.int64) - 48) @ weights
         v = np.zeros(len(self.rows), np.int64)
         for i in range(width):
             v = v * 10 + (self.at(k + i) - 48)
@@ -337,7 +359,9 @@ def _fixed_iso(out: ParsedTimes, at: np.ndarray, texts: pa.Array) -> None:
     zone = np.zeros(n, bool)
     off = np.zeros(n, np.int64)
     c0 = b.at(p)
-    maybe = np.flatnonzero(np.isin(c0, [ord("Z"), ord("U"), ord("G"), ord("+"), ord("-"), ord(" ")]))
+    maybe = np.flatnonzero(
+        np.isin(c0, [ord("Z"), ord("U"), ord("G"), ord("+"), ord("-"), ord(" ")])
+    )
     if len(maybe):
         zb = _Bytes.subset(b, maybe)
         zone[maybe], off[maybe] = _zone(zb, p[maybe])
@@ -368,7 +392,7 @@ def _zone(b: _Bytes, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _fixed_glog(out: ParsedTimes, at: np.ndarray, texts: pa.Array) -> None:
     b = _Bytes(texts)
-    one = b.at(4) == ord(" ")          # E501 (c10) vs I0501 (glog)
+    one = b.at(4) == ord(" ")  # E501 (c10) vs I0501 (glog)
     t = np.where(one, 5, 6)
     mo = np.where(one, b.num(1, 1), b.num(1, 2))
     d = np.where(one, b.num(2, 2), b.num(3, 2))
@@ -376,8 +400,21 @@ def _fixed_glog(out: ParsedTimes, at: np.ndarray, texts: pa.Array) -> None:
     fv, fw = b.run(t + 9, 9)
     f = np.where(b.at(t + 8) == ord("."), _scale_us(fv, fw), 0)
     n = len(at)
-    _store(out, at, FORMAT_CODES["glog"], np.zeros(n, np.int64), np.zeros(n, bool), mo, d, H, M, S,
-           f, np.zeros(n, bool), np.zeros(n, np.int64))
+    _store(
+        out,
+        at,
+        FORMAT_CODES["glog"],
+        np.zeros(n, np.int64),
+        np.zeros(n, bool),
+        mo,
+        d,
+        H,
+        M,
+        S,
+        f,
+        np.zeros(n, bool),
+        np.zeros(n, np.int64),
+    )
 
 
 def _is_digit(c: np.ndarray) -> np.ndarray:
@@ -387,14 +424,27 @@ def _is_digit(c: np.ndarray) -> np.ndarray:
 _FIXED = {"iso": _fixed_iso, "glog": _fixed_glog}
 
 
-def _store(out: ParsedTimes, at: np.ndarray, code: int, year: np.ndarray, has_year: np.ndarray,
-           month: np.ndarray, day: np.ndarray, H: np.ndarray, M: np.ndarray, S: np.ndarray,
-           f: np.ndarray, has_zone: np.ndarray, off_s: np.ndarray) -> None:
+def _store(
+    out: ParsedTimes,
+    at: np.ndarray,
+    code: int,
+    year: np.ndarray,
+    has_year: np.ndarray,
+    month: np.ndarray,
+    day: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    S: np.ndarray,
+    f: np.ndarray,
+    has_zone: np.ndarray,
+    off_s: np.ndarray,
+) -> None:
     tod, ok = _tod(H, M, S, f)
     ok &= valid_date(np.where(has_year, year, 2000), month, day)
     kind = np.where(has_year, NAIVE, NOYEAR).astype(np.int8)
-    value = np.where(has_year, days_from_civil(np.where(has_year, year, 2000), month, day) * DAY_US
-                     + tod, tod)
+    value = np.where(
+        has_year, days_from_civil(np.where(has_year, year, 2000), month, day) * DAY_US + tod, tod
+    )
     kind[has_zone & has_year] = INSTANT
     value = np.where(has_zone & has_year, value - off_s * US, value)
     kind[~ok] = NONE
@@ -427,12 +477,26 @@ def _fill(out: ParsedTimes, at: np.ndarray, name: str, parts: pa.StructArray) ->
     else:
         has_year = np.zeros(n, bool)
         year = np.zeros(n, np.int64)
-    _store(out, at, code, year, has_year, month, _digits(g["d"]), _digits(g["H"]), _digits(g["M"]),
-           _digits(g["S"]), f, np.zeros(n, bool), np.zeros(n, np.int64))
+    _store(
+        out,
+        at,
+        code,
+        year,
+        has_year,
+        month,
+        _digits(g["d"]),
+        _digits(g["H"]),
+        _digits(g["M"]),
+        _digits(g["S"]),
+        f,
+        np.zeros(n, bool),
+        np.zeros(n, np.int64),
+    )
 
 
-def complete_years(month: np.ndarray, day: np.ndarray, tod: np.ndarray,
-                   ref_us: np.ndarray, side: np.ndarray) -> np.ndarray:
+def complete_years(
+    month: np.ndarray, day: np.ndarray, tod: np.ndarray, ref_us: np.ndarray, side: np.ndarray
+) -> np.ndarray:
     """Wall-clock microseconds for year-less dates, taking the year from a reference.
 
     ``ref_us`` (one per element) is a wall-clock time of the same file and
@@ -454,7 +518,7 @@ def complete_years(month: np.ndarray, day: np.ndarray, tod: np.ndarray,
     best_gap = np.full(len(m), np.iinfo(np.int64).max, np.int64)
     for dy in (-2, -1, 0, 1, 2):
         y = y0 + dy
-        ok = valid_date(y, m, d)   # 29 Feb needs a leap year
+        ok = valid_date(y, m, d)  # 29 Feb needs a leap year
         wall = days_from_civil(y, m, np.where(ok, d, 1)) * DAY_US + t
         gap = np.where(after, wall - (ref - DAY_US), (ref + DAY_US) - wall)
         better = ok & (gap >= 0) & (gap < best_gap)

@@ -146,22 +146,29 @@ def label(name: str) -> str:
 def _job_files(fs: Any, root: str, *, is_archive: bool, skip: str | None) -> tuple[JobFile, ...]:
     if is_archive:
         info = fs.info(root)
-        return (JobFile(label(posixpath.basename(root)), root, int(info.get("size") or 0),
-                        _mtime(info)),)
+        return (
+            JobFile(
+                label(posixpath.basename(root)), root, int(info.get("size") or 0), _mtime(info)
+            ),
+        )
     out = []
     for path, info in sorted(fs.find(root, detail=True).items()):
         if info.get("type") != "file":  # FIFOs, sockets, devices are never read
             continue
         if skip and (path == skip or path.startswith(skip + "/")):
             continue
-        out.append(JobFile(label(_rel(path, root)), path, int(info.get("size") or 0),
-                           _mtime(info)))
+        out.append(JobFile(label(_rel(path, root)), path, int(info.get("size") or 0), _mtime(info)))
     return tuple(out)
 
 
-def discover_jobs(root: str, *, job_glob: str | None = None, job_regex: str | None = None,
-                  exclude: str | None = None,
-                  storage_options: dict[str, Any] | None = None) -> list[Job]:
+def discover_jobs(
+    root: str,
+    *,
+    job_glob: str | None = None,
+    job_regex: str | None = None,
+    exclude: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> list[Job]:
     """The jobs under ``root`` (a path or fsspec URL), sorted by name.
 
     ``job_glob``: a glob relative to ``root`` whose matching directories or
@@ -225,11 +232,14 @@ def discover_jobs(root: str, *, job_glob: str | None = None, job_regex: str | No
         for info in sorted(fs.ls(base, detail=True), key=lambda i: i["name"]):
             path = info["name"].rstrip("/")
             add(posixpath.basename(path), path, info.get("type", ""))
-    return [Job(label(name), fs, path, _job_files(fs, path, is_archive=arch, skip=skip))
-            for name, (path, arch) in sorted(found.items())]
+    return [
+        Job(label(name), fs, path, _job_files(fs, path, is_archive=arch, skip=skip))
+        for name, (path, arch) in sorted(found.items())
+    ]
 
 
 # -- reading ---------------------------------------------------------------
+
 
 class HashingReader:
     """A read-only stream that hashes every byte read through it."""

@@ -62,8 +62,9 @@ class JobBytes:
     names).  A label found in neither is resolved as a path, once.
     """
 
-    def __init__(self, inputs: Mapping[str, Input] | None = None,
-                 locations: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, inputs: Mapping[str, Input] | None = None, locations: Mapping[str, str] | None = None
+    ) -> None:
         self._inputs: dict[str, Input | None] = dict(inputs or {})
         self._locations = dict(locations or {})
         self._fds: OrderedDict[str, int] = OrderedDict()
@@ -151,6 +152,7 @@ class JobBytes:
                 left = self._pinned.pop(label) - 1
                 if left:
                     self._pinned[label] = left
+
     def read(self, label: str, start: int, size: int) -> bytes | None:
         """``size`` bytes at decompressed offset ``start`` (fewer at the end)."""
         inp = self.input(label)
@@ -201,8 +203,8 @@ class JobBytes:
         if inp is None:
             return None
         newlines = 0
-        last_end = 0           # offset just past the last non-blank byte seen
-        last_nl_before = 0     # newlines before that byte
+        last_end = 0  # offset just past the last non-blank byte seen
+        last_nl_before = 0  # newlines before that byte
         for pos, block in self._blocks(label, inp):
             stripped = block.rstrip(b" \t\r\n")
             if stripped:
@@ -289,8 +291,9 @@ def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str
     t = getattr(d, "table", None)
     if i is None or t is None or not t.num_rows:
         return []
-    mask = pc.and_(pc.equal(t.column("file").cast(pa.string()), i.file),
-                   pc.equal(t.column("line"), i.line))
+    mask = pc.and_(
+        pc.equal(t.column("file").cast(pa.string()), i.file), pc.equal(t.column("line"), i.line)
+    )
     rows = t.filter(mask)
     if not rows.num_rows:
         return []
@@ -306,11 +309,11 @@ def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str
         return []
     pre = buf[: offset - start].split(b"\n")
     if start > 0:
-        pre = pre[1:]              # the first piece may be a partial line
+        pre = pre[1:]  # the first piece may be a partial line
     pre = pre[:-1] if pre and pre[-1] == b"" else pre
-    post = buf[offset - start:].split(b"\n")
+    post = buf[offset - start :].split(b"\n")
     if len(buf) == offset - start + AROUND_BYTES:
-        post = post[:-1]           # the last piece may be a partial line
+        post = post[:-1]  # the last piece may be a partial line
     out = [(i.line - len(pre[-before:]) + k, x) for k, x in enumerate(pre[-before:])]
     out += [(i.line + k, x) for k, x in enumerate(post[: after + 1])]
     return [(n, x.decode("utf-8", "replace").rstrip("\r")) for n, x in out]

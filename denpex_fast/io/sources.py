@@ -72,25 +72,34 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 STDIN = "-"
 
 RAW_CHUNK = 256 << 10  # compressed bytes read from the file per call
-RAW_FEED = 16 << 10    # compressed bytes fed to a decoder per call: a damaged
-                       # stream loses at most this much input's output
+RAW_FEED = 16 << 10  # compressed bytes fed to a decoder per call: a damaged
+# stream loses at most this much input's output
 DEFAULT_MAX_DECOMPRESSED = 64 << 30  # bytes read per compressed file or stream
 SNIFF_BYTES = 8 << 10  # the first block that decides whether a file is binary
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 
 # magic numbers of files that are never logs (checked at offset 0)
 BINARY_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x7fELF", "ELF"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"),
-    (b"GIF87a", "GIF"), (b"GIF89a", "GIF"), (b"PK\x03\x04", "zip"), (b"!<arch>\n", "ar archive"),
-    (b"\x93NUMPY", "NumPy"), (b"\x89HDF\r\n\x1a\n", "HDF5"), (b"\xfd7zXZ\x00", "xz"),
-    (b"7z\xbc\xaf\x27\x1c", "7z"), (b"SQLite format 3\x00", "SQLite"),
-    (b"\xca\xfe\xba\xbe", "Mach-O/Java class"), (b"\xcf\xfa\xed\xfe", "Mach-O"),
+    (b"\x7fELF", "ELF"),
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"GIF87a", "GIF"),
+    (b"GIF89a", "GIF"),
+    (b"PK\x03\x04", "zip"),
+    (b"!<arch>\n", "ar archive"),
+    (b"\x93NUMPY", "NumPy"),
+    (b"\x89HDF\r\n\x1a\n", "HDF5"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"7z\xbc\xaf\x27\x1c", "7z"),
+    (b"SQLite format 3\x00", "SQLite"),
+    (b"\xca\xfe\xba\xbe", "Mach-O/Java class"),
+    (b"\xcf\xfa\xed\xfe", "Mach-O"),
     (b"\x00asm", "WebAssembly"),
 )
 _NUL_RUNS = re.compile(b"\x00+")
 _BZIP2 = re.compile(b"BZh[1-9]1AY&SY")
 NUL_RUN_IGNORED = 256  # longer NUL runs are holes (a crash, copytruncate), not binary
-NUL_BINARY = 8         # this many NUL bytes in shorter runs in the first block: binary
+NUL_BINARY = 8  # this many NUL bytes in shorter runs in the first block: binary
 
 
 class CorruptInput(Exception):
@@ -152,8 +161,10 @@ def wrong_magic(name: str, head: bytes) -> str | None:
     if not head:
         return f"empty file, but the name says {claimed}: no {claimed} header"
     if binary_reason(head) is not None or not _looks_like_text(head):
-        return (f"not {claimed} data (wrong magic {head[:4].hex()}), but the name says "
-                f"{claimed}: damaged header")
+        return (
+            f"not {claimed} data (wrong magic {head[:4].hex()}), but the name says "
+            f"{claimed}: damaged header"
+        )
     return None
 
 
@@ -197,7 +208,7 @@ class _Bounded:
     def readinto(self, mv: memoryview) -> int:
         if self._left <= 0:
             return 0
-        n = self._raw.readinto(mv[:self._left] if len(mv) > self._left else mv)
+        n = self._raw.readinto(mv[: self._left] if len(mv) > self._left else mv)
         if not n:
             raise TruncatedInput("file was truncated while it was being read")
         self._left -= n
@@ -257,8 +268,8 @@ def display_name(path: bytes) -> str:
         try:
             text, bad, rest = rest.decode("utf-8"), b"", b""
         except UnicodeDecodeError as exc:
-            text, bad = rest[:exc.start].decode("utf-8"), rest[exc.start:exc.end]
-            rest = rest[exc.end:]
+            text, bad = rest[: exc.start].decode("utf-8"), rest[exc.start : exc.end]
+            rest = rest[exc.end :]
         out.append(_NEEDS_ESCAPE.sub(_escape_char, text))
         out.extend(f"\\x{b:02x}" for b in bad)
     return "".join(out)
@@ -273,7 +284,7 @@ def path_from_display(name: str) -> bytes:
     out = bytearray()
     pos = 0
     for m in _UNESCAPE.finditer(name):
-        out += name[pos:m.start()].encode("utf-8")
+        out += name[pos : m.start()].encode("utf-8")
         code = m.group(1)
         if code[0] == "x":
             out.append(int(code[1:], 16))
@@ -298,8 +309,9 @@ def sniff(head: bytes) -> str | None:
 def _classify(path: bytes, st: os.stat_result) -> Input | FileError:
     name = display_name(path)
     if not stat.S_ISREG(st.st_mode):
-        return FileError(name, "not-regular",
-                         "not a regular file (FIFO, socket or device); refused", None)
+        return FileError(
+            name, "not-regular", "not a regular file (FIFO, socket or device); refused", None
+        )
     try:
         with open(path, "rb", buffering=0) as f:
             head = f.read(SNIFF_BYTES)
@@ -310,8 +322,9 @@ def _classify(path: bytes, st: os.stat_result) -> Input | FileError:
     return Input(name, path, kind, st.st_size, binary, wrong_magic(name, head))
 
 
-def resolve_inputs(paths: Iterable[str | bytes | os.PathLike[Any]], *,
-                   follow_symlinks: bool = False) -> tuple[list[Input], list[FileError]]:
+def resolve_inputs(
+    paths: Iterable[str | bytes | os.PathLike[Any]], *, follow_symlinks: bool = False
+) -> tuple[list[Input], list[FileError]]:
     """Expand user paths into inputs (in order) and errors for the unusable ones."""
     inputs: list[Input] = []
     errors: list[FileError] = []
@@ -372,8 +385,14 @@ class Decoded:
     :func:`limit_or_default`.
     """
 
-    def __init__(self, raw: IO[bytes], kind: str, max_out: int | None,
-                 max_ratio: float | None, head: bytes = b"") -> None:
+    def __init__(
+        self,
+        raw: IO[bytes],
+        kind: str,
+        max_out: int | None,
+        max_ratio: float | None,
+        head: bytes = b"",
+    ) -> None:
         self._raw = raw
         self._kind = kind
         self._pending = head
@@ -403,13 +422,13 @@ class Decoded:
             self._pending, self._pos = chunk, 0
 
     def _take(self) -> bytes:
-        data = self._pending[self._pos:self._pos + RAW_FEED]
+        data = self._pending[self._pos : self._pos + RAW_FEED]
         self._pos += len(data)
         return data
 
     def _push_back(self, data: bytes) -> None:
         if data:
-            self._pending = data + self._pending[self._pos:]
+            self._pending = data + self._pending[self._pos :]
             self._pos = 0
 
     def readinto(self, mv: memoryview) -> int:
@@ -423,8 +442,12 @@ class Decoded:
     def _readinto(self, mv: memoryview) -> int:
         want = len(mv)
         while True:
-            if (self._kind == "zstd" and self._started and not self._dec.eof
-                    and not self._dec.needs_input):
+            if (
+                self._kind == "zstd"
+                and self._started
+                and not self._dec.eof
+                and not self._dec.needs_input
+            ):
                 # the decoder holds input or output: drain it before feeding more
                 out = self._call(b"", want)
                 if out:
@@ -479,10 +502,14 @@ class Decoded:
     def _check_limits(self) -> None:
         if self._max_out is not None and self.bytes_out > self._max_out:
             raise LimitExceeded(f"decompressed size exceeds the limit of {self._max_out} bytes")
-        if (self._max_ratio is not None and self.bytes_out > (1 << 20)
-                and self.bytes_out > self._max_ratio * max(self.bytes_in, 1)):
+        if (
+            self._max_ratio is not None
+            and self.bytes_out > (1 << 20)
+            and self.bytes_out > self._max_ratio * max(self.bytes_in, 1)
+        ):
             raise LimitExceeded(
-                f"decompression ratio exceeds {self._max_ratio:g}:1 (possible decompression bomb)")
+                f"decompression ratio exceeds {self._max_ratio:g}:1 (possible decompression bomb)"
+            )
 
     def close(self) -> None:
         self._raw.close()
@@ -518,8 +545,9 @@ class Plain:
         self._raw.close()
 
 
-def open_reader(inp: Input, *, max_decompressed: int | None = None,
-                max_ratio: float | None = None) -> Any:
+def open_reader(
+    inp: Input, *, max_decompressed: int | None = None, max_ratio: float | None = None
+) -> Any:
     """A reader with ``readinto(memoryview) -> int`` and ``close()`` for ``inp``.
 
     stdin is sniffed for compression from its first bytes.  ``max_decompressed``

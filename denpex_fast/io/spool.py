@@ -34,8 +34,8 @@ CHUNK = 4 << 20
 class Spool:
     """What :func:`spool` made: the paths to scan and the label of each copy."""
 
-    paths: list[Any]                               # what to hand to the scanner
-    labels: dict[str, str] = field(default_factory=dict)   # copy's display path -> label
+    paths: list[Any]  # what to hand to the scanner
+    labels: dict[str, str] = field(default_factory=dict)  # copy's display path -> label
     errors: list[tuple[str, str]] = field(default_factory=list)  # (label, message)
     directory: str | None = None
 
@@ -148,8 +148,11 @@ def relabel_result(result: Any, sp: Spool) -> Any:
     chunks = []
     for chunk in table.column(idx).chunks:
         names = chunk.dictionary.to_pylist()
-        chunks.append(pa.DictionaryArray.from_arrays(
-            chunk.indices, pa.array([sp.labels.get(x, x) for x in names], pa.string())))
+        chunks.append(
+            pa.DictionaryArray.from_arrays(
+                chunk.indices, pa.array([sp.labels.get(x, x) for x in names], pa.string())
+            )
+        )
     col = pa.chunked_array(chunks, table.schema.field(idx).type)
     result.table = table.set_column(idx, table.schema.field(idx), col)
     result.inputs = {sp.labels.get(k, k): v for k, v in result.inputs.items()}

@@ -51,7 +51,7 @@ def load_parsed(key: str) -> Any:
     if len(blob) <= head or not blob.startswith(KB_MAGIC):
         return None
     payload = blob[head:]
-    if hashlib.sha256(payload).digest() != blob[len(KB_MAGIC):head]:
+    if hashlib.sha256(payload).digest() != blob[len(KB_MAGIC) : head]:
         log.info("ignoring corrupt parsed-signature cache file %s", d / f"{key}.pkl")
         return None
     try:

@@ -100,28 +100,30 @@ REQUIRED_KEYS = (
 OPTIONAL_KEYS = ("caused_by", "triggers", "competing", "fields", "versions", "marks")
 
 #: What an entry's ``marks`` may say; the ranking reads these, never id spellings.
-MARKS: Mapping[str, str] = MappingProxyType({
-    "catch-all": "an error-like line of any kind: yields to any other entry on the same line "
-                 "and ranks below specific causes (the open-world tier)",
-    "wrapper": "re-raises or summarises an error that another line of the same incident "
-               "prints (DistBackendError, ChildFailedError): yields to that line",
-    "agent-teardown": "the launcher's agent stopped this rank because another one failed",
-    "scheduler-teardown": "the scheduler or orchestrator stopped the job (cancel, time limit)",
-    "completion": "the job or its training loop finished normally",
-    "checkpoint-saved": "a checkpoint was written (its step and path in the fields): the report "
-                        "names the last one before the failure as the resume point",
-    "start": "the launcher started the job's workers or the training loop began: a job that "
-             "started and never completed is not healthy",
-    "anonymous-exit": "reports that a worker failed without reliably naming which one: the "
-                      "ranking gives it the rank whose own output stopped first",
-    "record": "a line of a launcher's record of a failed process (its rank, pid, host or exit "
-              "code): it joins the incident next to it and lends it its rank",
-    "prelude": "opens a report whose error line comes later (anomaly mode's forward traceback): "
-               "it joins the next incident of the same rank in the same file",
-    "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
-                   "connection refused): when the host it tried is a rank that printed nothing, "
-                   "that rank is the suspect",
-})
+MARKS: Mapping[str, str] = MappingProxyType(
+    {
+        "catch-all": "an error-like line of any kind: yields to any other entry on the same line "
+        "and ranks below specific causes (the open-world tier)",
+        "wrapper": "re-raises or summarises an error that another line of the same incident "
+        "prints (DistBackendError, ChildFailedError): yields to that line",
+        "agent-teardown": "the launcher's agent stopped this rank because another one failed",
+        "scheduler-teardown": "the scheduler or orchestrator stopped the job (cancel, time limit)",
+        "completion": "the job or its training loop finished normally",
+        "checkpoint-saved": "a checkpoint was written (its step and path in the fields): the report "
+        "names the last one before the failure as the resume point",
+        "start": "the launcher started the job's workers or the training loop began: a job that "
+        "started and never completed is not healthy",
+        "anonymous-exit": "reports that a worker failed without reliably naming which one: the "
+        "ranking gives it the rank whose own output stopped first",
+        "record": "a line of a launcher's record of a failed process (its rank, pid, host or exit "
+        "code): it joins the incident next to it and lends it its rank",
+        "prelude": "opens a report whose error line comes later (anomaly mode's forward traceback): "
+        "it joins the next incident of the same rank in the same file",
+        "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
+        "connection refused): when the host it tried is a rank that printed nothing, "
+        "that rank is the suspect",
+    }
+)
 ENTRY_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 FILE_KEYS = ("schema", "family", "signature")
 EXAMPLE_KEYS = ("match", "nomatch")
@@ -306,7 +308,9 @@ def dangling_references(sigs: Iterable[Signature], known: Iterable[str] | None =
         refs += [(f"competing[{i}].id", cid) for i, (cid, _) in enumerate(sig.competing)]
         for where, ref in refs:
             if ref not in known_ids:
-                out.append(f"{sig.source}: signature '{sig.id}': field '{where}': unknown id '{ref}'")
+                out.append(
+                    f"{sig.source}: signature '{sig.id}': field '{where}': unknown id '{ref}'"
+                )
     return out
 
 
@@ -328,7 +332,9 @@ def _text(raw: Mapping[str, Any], key: str, where: str, *, one_line: bool = Fals
     return value.strip()
 
 
-def _text_list(raw: Mapping[str, Any], key: str, where: str, *, min_len: int = 0) -> tuple[str, ...]:
+def _text_list(
+    raw: Mapping[str, Any], key: str, where: str, *, min_len: int = 0
+) -> tuple[str, ...]:
     value = raw.get(key, [])
     if not isinstance(value, list):
         raise _entry_error(where, key, f"expected a list of strings, got {type(value).__name__}")
@@ -336,7 +342,9 @@ def _text_list(raw: Mapping[str, Any], key: str, where: str, *, min_len: int = 0
         raise _entry_error(where, key, f"needs at least {min_len} item(s)")
     for i, item in enumerate(value):
         if not isinstance(item, str):
-            raise _entry_error(where, f"{key}[{i}]", f"expected a string, got {type(item).__name__}")
+            raise _entry_error(
+                where, f"{key}[{i}]", f"expected a string, got {type(item).__name__}"
+            )
         if not item.strip():
             raise _entry_error(where, f"{key}[{i}]", "must not be empty")
     return tuple(value)
@@ -395,7 +403,9 @@ def _patterns(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
 def _fields(raw: Mapping[str, Any], where: str) -> Mapping[str, str]:
     value = raw.get("fields", {})
     if not isinstance(value, dict):
-        raise _entry_error(where, "fields", f"expected a table of name = regex, got {type(value).__name__}")
+        raise _entry_error(
+            where, "fields", f"expected a table of name = regex, got {type(value).__name__}"
+        )
     out: dict[str, str] = {}
     for name, expr in value.items():
         key = f"fields.{name}"
@@ -408,7 +418,9 @@ def _fields(raw: Mapping[str, Any], where: str) -> Mapping[str, str]:
         except re.error as exc:
             raise _entry_error(where, key, f"Python re refuses {expr!r}: {exc}") from None
         if compiled.groups != 1:
-            raise _entry_error(where, key, f"needs exactly 1 capture group, found {compiled.groups}")
+            raise _entry_error(
+                where, key, f"needs exactly 1 capture group, found {compiled.groups}"
+            )
         out[name] = expr
     return MappingProxyType(out)
 
@@ -416,7 +428,11 @@ def _fields(raw: Mapping[str, Any], where: str) -> Mapping[str, str]:
 def _competing(raw: Mapping[str, Any], where: str, own_id: str) -> tuple[tuple[str, str], ...]:
     value = raw.get("competing", [])
     if not isinstance(value, list):
-        raise _entry_error(where, "competing", f"expected a list of {{id, control}} tables, got {type(value).__name__}")
+        raise _entry_error(
+            where,
+            "competing",
+            f"expected a list of {{id, control}} tables, got {type(value).__name__}",
+        )
     out = []
     for i, item in enumerate(value):
         key = f"competing[{i}]"
@@ -441,7 +457,9 @@ def _competing(raw: Mapping[str, Any], where: str, own_id: str) -> tuple[tuple[s
 def _examples(raw: Mapping[str, Any], where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     value = raw["examples"]
     if not isinstance(value, dict):
-        raise _entry_error(where, "examples", "expected a table with match = [...] and nomatch = [...]")
+        raise _entry_error(
+            where, "examples", "expected a table with match = [...] and nomatch = [...]"
+        )
     extra = sorted(set(value) - set(EXAMPLE_KEYS))
     if extra:
         raise _entry_error(where, f"examples.{extra[0]}", "unknown field (allowed: match, nomatch)")
@@ -469,10 +487,14 @@ def _parse_entry(raw: Any, source: str, family: str, index: int) -> Signature:
     where = f"{source}: signature '{sid}'"
     prefixes = FAMILY_PREFIXES.get(family)
     if prefixes and not sid.startswith(prefixes):
-        raise _entry_error(where, "id", f"ids in family '{family}' start with {' or '.join(prefixes)}")
+        raise _entry_error(
+            where, "id", f"ids in family '{family}' start with {' or '.join(prefixes)}"
+        )
     unknown = [k for k in raw if k not in ENTRY_KEYS]
     if unknown:
-        raise _entry_error(where, unknown[0], "unknown field (allowed: " + ", ".join(ENTRY_KEYS) + ")")
+        raise _entry_error(
+            where, unknown[0], "unknown field (allowed: " + ", ".join(ENTRY_KEYS) + ")"
+        )
     for key in REQUIRED_KEYS:
         if key not in raw:
             raise _entry_error(where, key, "missing required field")
@@ -491,8 +513,9 @@ def _parse_entry(raw: Any, source: str, family: str, index: int) -> Signature:
     marks = _text_list(raw, "marks", where, min_len=0) if "marks" in raw else ()
     for i, mark in enumerate(marks):
         if mark not in MARKS:
-            raise _entry_error(where, f"marks[{i}]",
-                               f"{mark!r} is not a known mark (allowed: {', '.join(MARKS)})")
+            raise _entry_error(
+                where, f"marks[{i}]", f"{mark!r} is not a known mark (allowed: {', '.join(MARKS)})"
+            )
     return Signature(
         id=sid,
         title=_text(raw, "title", where, one_line=True),
@@ -519,7 +542,9 @@ def _parse_entry(raw: Any, source: str, family: str, index: int) -> Signature:
     )
 
 
-def parse_document(data: bytes, source: str, stem: str, problems: list[str] | None) -> list[Signature]:
+def parse_document(
+    data: bytes, source: str, stem: str, problems: list[str] | None
+) -> list[Signature]:
     """Parse one file; with ``problems`` given, collect entry errors instead of raising."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
@@ -527,14 +552,20 @@ def parse_document(data: bytes, source: str, stem: str, problems: list[str] | No
         raise SignatureError(f"{source}: not valid TOML: {exc}") from None
     unknown = [k for k in doc if k not in FILE_KEYS]
     if unknown:
-        raise SignatureError(f"{source}: field '{unknown[0]}': unknown top-level field (allowed: schema, family, signature)")
+        raise SignatureError(
+            f"{source}: field '{unknown[0]}': unknown top-level field (allowed: schema, family, signature)"
+        )
     if "schema" not in doc:
         raise SignatureError(f"{source}: field 'schema': missing; expected schema = \"{SCHEMA}\"")
     if doc["schema"] != SCHEMA:
-        raise SignatureError(f"{source}: field 'schema': unsupported schema version {doc['schema']!r}; this loader reads {SCHEMA!r}")
+        raise SignatureError(
+            f"{source}: field 'schema': unsupported schema version {doc['schema']!r}; this loader reads {SCHEMA!r}"
+        )
     family = doc.get("family")
     if not isinstance(family, str) or family != stem:
-        raise SignatureError(f"{source}: field 'family': expected {stem!r} (the file name), got {family!r}")
+        raise SignatureError(
+            f"{source}: field 'family': expected {stem!r} (the file name), got {family!r}"
+        )
     entries = doc.get("signature", [])
     if not isinstance(entries, list):
         raise SignatureError(f"{source}: field 'signature': expected [[signature]] tables")
@@ -638,7 +669,9 @@ def pyproject_signature_paths(start: StrPath | None = None) -> list[Path]:
     section = doc.get("tool", {}).get("denpex_fast", {})
     value = section.get("signatures", []) if isinstance(section, dict) else []
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise SignatureError(f"{pyproject}: field 'tool.denpex_fast.signatures': expected a list of paths")
+        raise SignatureError(
+            f"{pyproject}: field 'tool.denpex_fast.signatures': expected a list of paths"
+        )
     return [pyproject.parent / v for v in value]
 
 

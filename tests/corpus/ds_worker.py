@@ -59,8 +59,11 @@ def main(argv=None) -> None:
     p.add_argument("--exit-code", type=int, default=3)
     p.add_argument("--slow-s", type=float, default=60.0)
     p.add_argument("--log-start", action="store_true")
-    p.add_argument("--group-timeout", action="store_true",
-                   help="give the groups DeepSpeed creates the --pg-timeout-s timeout too")
+    p.add_argument(
+        "--group-timeout",
+        action="store_true",
+        help="give the groups DeepSpeed creates the --pg-timeout-s timeout too",
+    )
     args, _ = p.parse_known_args(argv)
     launcher = env_from_launcher()
 
@@ -89,8 +92,14 @@ def main(argv=None) -> None:
     log.info(
         "rendezvous complete: init_process_group backend=gloo rank=%d local_rank=%s world_size=%d "
         "master=%s:%s group_rank=%s timeout=%ss pid=%d",
-        rank, os.environ.get("LOCAL_RANK"), world, os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"),
-        os.environ.get("GROUP_RANK"), args.pg_timeout_s, os.getpid(),
+        rank,
+        os.environ.get("LOCAL_RANK"),
+        world,
+        os.environ.get("MASTER_ADDR"),
+        os.environ.get("MASTER_PORT"),
+        os.environ.get("GROUP_RANK"),
+        args.pg_timeout_s,
+        os.getpid(),
     )
     train_batch = BATCH * world
     if fault == "ds_batch_config":
@@ -103,12 +112,23 @@ def main(argv=None) -> None:
         "zero_optimization": {"stage": args.zero_stage, "reduce_bucket_size": 50000},
         "steps_per_print": 4,
     }
-    log.info("deepspeed %s config zero_stage=%d train_batch_size=%d", deepspeed.__version__, args.zero_stage, train_batch)
+    log.info(
+        "deepspeed %s config zero_stage=%d train_batch_size=%d",
+        deepspeed.__version__,
+        args.zero_stage,
+        train_batch,
+    )
     model = build_model(IN_FEATURES)
-    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+    engine, _, _, _ = deepspeed.initialize(
+        model=model, model_parameters=model.parameters(), config=config
+    )
 
     ds = SyntheticRegression(args.steps * BATCH * world, seed=1234)
-    loader = DataLoader(ds, batch_size=BATCH, sampler=DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=False))
+    loader = DataLoader(
+        ds,
+        batch_size=BATCH,
+        sampler=DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=False),
+    )
     log.info("data ready samples=%d per_rank_batches=%d workers=0", len(ds), len(loader))
     t0 = time.time()
     for step, (x, y) in enumerate(loader, start=1):
@@ -121,7 +141,12 @@ def main(argv=None) -> None:
         engine.step()
         log.info("step=%d loss=%.4f", step, loss.item())
         if step % HEARTBEAT_EVERY == 0:
-            log.info("heartbeat step=%d elapsed=%.1fs samples_seen=%d", step, time.time() - t0, step * BATCH)
+            log.info(
+                "heartbeat step=%d elapsed=%.1fs samples_seen=%d",
+                step,
+                time.time() - t0,
+                step * BATCH,
+            )
         if step >= args.steps:
             break
     dist.barrier()

@@ -258,7 +258,10 @@ CASES: list[Case] = [
         fault_rank=1,
         workers=2,
         find=(
-            Find("rank", r"DataLoader worker \(pid\(?s?\)? ?\d+\)? .*(killed by signal|exited unexpectedly)"),
+            Find(
+                "rank",
+                r"DataLoader worker \(pid\(?s?\)? ?\d+\)? .*(killed by signal|exited unexpectedly)",
+            ),
         ),
         signature_hint="DataLoader worker killed by signal: Killed (SIGKILL, e.g. host OOM killer)",
         root_cause="A DataLoader worker of rank 1 received SIGKILL; the rank's main process raised when it noticed.",
@@ -284,7 +287,9 @@ CASES: list[Case] = [
         fault_rank=0,
         ckpt_setup="tmpfs-full",
         requires="unshare",
-        find=_exc(r"(No space left|iostream error|failed writing|unexpected pos|file write failed)"),
+        find=_exc(
+            r"(No space left|iostream error|failed writing|unexpected pos|file write failed)"
+        ),
         signature_hint="checkpoint write failed: no space left on device (ENOSPC)",
         root_cause="The checkpoint file system is full (a 64 KiB tmpfs; the checkpoint is ~130 KB); torch.save on rank 0 failed.",
         fix="Free space or point checkpoints at a larger volume; keep fewer checkpoints.",
@@ -295,7 +300,9 @@ CASES: list[Case] = [
         "rank 0 writes its checkpoint under RLIMIT_FSIZE=64 KiB (EFBIG)",
         fault="ckpt_efbig",
         fault_rank=0,
-        find=_exc(r"(File too large|iostream error|failed writing|unexpected pos|file write failed)"),
+        find=_exc(
+            r"(File too large|iostream error|failed writing|unexpected pos|file write failed)"
+        ),
         signature_hint="checkpoint write failed: file size limit (EFBIG, File too large)",
         root_cause="Rank 0 ran with a 64 KiB file-size limit (RLIMIT_FSIZE); the ~130 KB checkpoint write failed.",
         fix="Raise the file-size limit (ulimit -f) for the job.",
@@ -319,7 +326,11 @@ CASES: list[Case] = [
         nnodes=2,
         rdzv="wrong-port",
         find=(
-            Find("console", r"(DistNetworkError|RendezvousConnectionError|timed out|Connection refused)", node=1),
+            Find(
+                "console",
+                r"(DistNetworkError|RendezvousConnectionError|timed out|Connection refused)",
+                node=1,
+            ),
         ),
         signature_hint="c10d rendezvous store unreachable from one node (client socket timed out / connection refused)",
         root_cause="Node 1's agent was given a wrong --rdzv-endpoint port (nothing listens there), so it could not reach "
@@ -359,7 +370,11 @@ CASES: list[Case] = [
         fault_rank=2,
         nnodes=2,
         find=(
-            Find("console", r"failed \(exitcode: -9\) local_rank: {local_rank} \(pid: {pid}\)", node=1),
+            Find(
+                "console",
+                r"failed \(exitcode: -9\) local_rank: {local_rank} \(pid: {pid}\)",
+                node=1,
+            ),
             Find("console", r"Signal 9 \(SIGKILL\) received by PID {pid}", node=1),
         ),
         signature_hint="worker killed by signal 9 (SIGKILL), exitcode -9",
@@ -423,15 +438,37 @@ CASES += [
 
 LAUNCHERS = {
     # key: (case-name prefix, family, description, Case keyword arguments)
-    "tr1n": ("tr1n", "torchrun-single-node", "torchrun, 1 node x 4 ranks",
-             {"launcher": "torchrun", "nnodes": 1}),
-    "tr2n": ("tr2n", "torchrun-multi-node", "torchrun, 2 nodes (two agents, c10d rendezvous) x 2 ranks",
-             {"launcher": "torchrun", "nnodes": 2}),
-    "dsl": ("dsl", "deepspeed-launcher", "deepspeed CLI, 1 node x 4 ranks, ZeRO-2 on the CPU accelerator",
-            {"launcher": "deepspeed", "script": "ds_worker.py", "ckpt_every": 0, "requires": "deepspeed",
-             "timeout_s": 240, "extra_worker_args": ("--group-timeout",)}),
-    "mpi": ("mpi", "mpirun", "mpirun (Open MPI), 1 node x 4 ranks, env:// from OMPI_COMM_WORLD_*",
-            {"launcher": "mpirun", "requires": "mpirun"}),
+    "tr1n": (
+        "tr1n",
+        "torchrun-single-node",
+        "torchrun, 1 node x 4 ranks",
+        {"launcher": "torchrun", "nnodes": 1},
+    ),
+    "tr2n": (
+        "tr2n",
+        "torchrun-multi-node",
+        "torchrun, 2 nodes (two agents, c10d rendezvous) x 2 ranks",
+        {"launcher": "torchrun", "nnodes": 2},
+    ),
+    "dsl": (
+        "dsl",
+        "deepspeed-launcher",
+        "deepspeed CLI, 1 node x 4 ranks, ZeRO-2 on the CPU accelerator",
+        {
+            "launcher": "deepspeed",
+            "script": "ds_worker.py",
+            "ckpt_every": 0,
+            "requires": "deepspeed",
+            "timeout_s": 240,
+            "extra_worker_args": ("--group-timeout",),
+        },
+    ),
+    "mpi": (
+        "mpi",
+        "mpirun",
+        "mpirun (Open MPI), 1 node x 4 ranks, env:// from OMPI_COMM_WORLD_*",
+        {"launcher": "mpirun", "requires": "mpirun"},
+    ),
 }
 MATRIX_FAULTS = ("sigkill", "sys-exit", "oom-alloc", "hang", "straggler", "never-joins")
 EXIT_CODES = {"tr1n": 2, "tr2n": 7, "dsl": 5, "mpi": 4}
@@ -461,29 +498,56 @@ def _matrix_case(lk: str, fault: str) -> Case:
     skew = " node1's worker log timestamps are shifted by +3.5 s." if lk == "tr2n" else ""
     if fault == "sigkill":
         if lk in ("tr1n", "tr2n"):
-            find = (Find("console", r"failed \(exitcode: -9\) local_rank: {local_rank} \(pid: {pid}\)", node=node),
-                    Find("console", r"Signal 9 \(SIGKILL\) received by PID {pid}", node=node))
+            find = (
+                Find(
+                    "console",
+                    r"failed \(exitcode: -9\) local_rank: {local_rank} \(pid: {pid}\)",
+                    node=node,
+                ),
+                Find("console", r"Signal 9 \(SIGKILL\) received by PID {pid}", node=node),
+            )
             first = "the torchrun agent's"
         elif lk == "dsl":
             find = (Find("console", r"exits with return code = -9"),)
             first = "the deepspeed launcher's"
         else:
-            find = (Find("console", r"mpirun noticed that process rank {rank} with PID \d+ on node \S+ exited on signal 9"),)
+            find = (
+                Find(
+                    "console",
+                    r"mpirun noticed that process rank {rank} with PID \d+ on node \S+ exited on signal 9",
+                ),
+            )
             first = "mpirun's"
         return Case(
-            f"{prefix}-sigkill", f"{on} is killed by SIGKILL at step 5 ({desc})", fault="sigkill", find=find,
+            f"{prefix}-sigkill",
+            f"{on} is killed by SIGKILL at step 5 ({desc})",
+            fault="sigkill",
+            find=find,
             signature_hint="worker killed by signal 9 (SIGKILL), exit code -9 / signal 9 (Killed)",
             root_cause=f"Rank {r} was killed by SIGKILL (no Python traceback can be printed); its peers lost the gloo connection.",
             fix="Find who sent SIGKILL (kernel OOM killer in dmesg, the scheduler, a watchdog) and address it.",
-            notes=f"The worker cannot log its own SIGKILL; the first line recording it is {first}." + skew
-            + (" DeepSpeed's launcher prints the command line of the last rank it spawned (--local_rank=3) in its "
-               "'exits with return code' line, whichever rank failed." if lk == "dsl" else ""),
-            verdict="failure", **base)
+            notes=f"The worker cannot log its own SIGKILL; the first line recording it is {first}."
+            + skew
+            + (
+                " DeepSpeed's launcher prints the command line of the last rank it spawned (--local_rank=3) in its "
+                "'exits with return code' line, whichever rank failed."
+                if lk == "dsl"
+                else ""
+            ),
+            verdict="failure",
+            **base,
+        )
     if fault == "sys-exit":
         base["extra_worker_args"] = (*base.get("extra_worker_args", ()), "--exit-code", str(code))
         if lk in ("tr1n", "tr2n"):
-            find = (Find("console", r"failed \(exitcode: {code}\) local_rank: {local_rank} \(pid: {pid}\)", node=node),
-                    Find("console", r"exitcode\s*: {code} \(pid: {pid}\)", node=node))
+            find = (
+                Find(
+                    "console",
+                    r"failed \(exitcode: {code}\) local_rank: {local_rank} \(pid: {pid}\)",
+                    node=node,
+                ),
+                Find("console", r"exitcode\s*: {code} \(pid: {pid}\)", node=node),
+            )
             first = "the torchrun agent's"
         elif lk == "dsl":
             find = (Find("console", r"exits with return code = {code}$"),)
@@ -492,77 +556,126 @@ def _matrix_case(lk: str, fault: str) -> Case:
             find = (Find("console", r"Process name:\s+\[\[\d+,\d+\],{rank}\]"),)
             first = "mpirun's (the 'Process name: [[job,1],rank]' line of its report; 'Exit code' follows)"
         return Case(
-            f"{prefix}-sys-exit", f"{on} calls sys.exit({code}) at step 5 ({desc})", fault="exit", exit_code=code,
+            f"{prefix}-sys-exit",
+            f"{on} calls sys.exit({code}) at step 5 ({desc})",
+            fault="exit",
+            exit_code=code,
             find=find,
             signature_hint=f"worker exited with code {code} (sys.exit, no traceback)",
             root_cause=f"Rank {r} exited with status {code} (sys.exit({code})) in the middle of training; its peers lost the gloo connection.",
             fix=f"Find the code path on rank {r} that calls sys.exit({code}) and make it raise or log the reason.",
-            notes=f"sys.exit prints nothing; the first line recording it is {first}." + skew
-            + (" DeepSpeed's launcher prints the command line of the last rank it spawned (--local_rank=3) in its "
-               "'exits with return code' line, whichever rank failed." if lk == "dsl" else ""),
-            verdict="failure", **base)
+            notes=f"sys.exit prints nothing; the first line recording it is {first}."
+            + skew
+            + (
+                " DeepSpeed's launcher prints the command line of the last rank it spawned (--local_rank=3) in its "
+                "'exits with return code' line, whichever rank failed."
+                if lk == "dsl"
+                else ""
+            ),
+            verdict="failure",
+            **base,
+        )
     if fault == "oom-alloc":
         return Case(
-            f"{prefix}-oom-alloc", f"{on} runs under RLIMIT_AS (VmSize + 256 MiB) and allocates 4 GiB ({desc})",
-            fault="rlimit_as_alloc", find=_exc(r"DefaultCPUAllocator: can't allocate memory"),
+            f"{prefix}-oom-alloc",
+            f"{on} runs under RLIMIT_AS (VmSize + 256 MiB) and allocates 4 GiB ({desc})",
+            fault="rlimit_as_alloc",
+            find=_exc(r"DefaultCPUAllocator: can't allocate memory"),
             signature_hint="host memory allocation failure RuntimeError (DefaultCPUAllocator: can't allocate memory, Error code 12)",
             root_cause=f"Rank {r}'s 4 GiB allocation exceeded its address-space limit (RLIMIT_AS), so the CPU allocator failed with ENOMEM.",
             fix="Reduce the allocation (batch/activation size) or raise the memory limit for the job.",
-            notes=("The kernel OOM killer is not used (see the README); this is the allocation-failure side of memory exhaustion."
-                   + skew), verdict="failure", **base)
+            notes=(
+                "The kernel OOM killer is not used (see the README); this is the allocation-failure side of memory exhaustion."
+                + skew
+            ),
+            verdict="failure",
+            **base,
+        )
     if fault == "hang":
         return Case(
-            f"{prefix}-hang", f"{on} stalls (sleeps, silently) inside step 5; peers' collective times out after 20 s ({desc})",
-            fault="hang", find=(Find("last-own"),),
+            f"{prefix}-hang",
+            f"{on} stalls (sleeps, silently) inside step 5; peers' collective times out after 20 s ({desc})",
+            fault="hang",
+            find=(Find("last-own"),),
             signature_hint="rank stopped making progress (no exception, no output on the hung rank); peers hit gloo 'Timed out waiting 20000ms'",
             root_cause=f"Rank {r} stopped inside step 5 before its backward pass, so the other ranks' gradient collective "
             "waited for it until the 20 s process-group timeout expired.",
             fix=f"Find what rank {r} was blocked on (py-spy dump of the hung rank); the collective timeouts on the other ranks are consequences.",
             notes="The hung rank prints nothing after its step=4 line; that last line is the initiating evidence. "
-            "The launcher later terminates it." + skew, verdict="suspect", **base)
+            "The launcher later terminates it." + skew,
+            verdict="suspect",
+            **base,
+        )
     if fault == "straggler":
         return Case(
             f"{prefix}-straggler",
             f"{on} computes for 60 s inside step 5, logging progress every ~2 s; peers' collective times out after 20 s ({desc})",
-            fault="slow", find=(Find("last-own", r"still computing step="),),
+            fault="slow",
+            find=(Find("last-own", r"still computing step="),),
             signature_hint="straggler rank: still computing (progress lines) when the peers' 20 s collective timeout expired",
             root_cause=f"Rank {r} spent far longer than the others in step 5 (real CPU work, still running and logging "
             "'still computing' lines); the other ranks' gradient collective timed out waiting for it after 20 s.",
             fix=f"Find why rank {r} is slow (uneven work, a slow host, CPU contention) or raise the collective timeout; "
             "the timeouts on the other ranks are consequences.",
             notes="Unlike a hang, the slow rank keeps printing progress until the launcher ends it; the initiating "
-            "line is its last own line before it fell behind (its step=4 line)." + skew, verdict="suspect", **base)
+            "line is its last own line before it fell behind (its step=4 line)." + skew,
+            verdict="suspect",
+            **base,
+        )
     if fault == "never-joins":
         return Case(
             f"{prefix}-never-joins",
             f"{on} starts but never joins the process group (never calls init_process_group) ({desc})",
-            fault="never_join", find=(Find("last-own"),),
+            fault="never_join",
+            find=(Find("last-own"),),
             signature_hint="rank never joined the process group / store rendezvous; the others time out in init_process_group",
             root_cause=f"Rank {r} started (it logged 'worker starting') but never reached init_process_group, so the others "
             "waited at the store rendezvous until the 20 s timeout expired.",
             fix=f"Find what rank {r} was doing before joining (blocked on I/O, a lock, a slow import) ; the others' "
             "rendezvous timeouts are consequences.",
-            notes="The missing rank's only line is its 'worker starting' line; it is the initiating evidence." + skew,
-            verdict="suspect", **base)
+            notes="The missing rank's only line is its 'worker starting' line; it is the initiating evidence."
+            + skew,
+            verdict="suspect",
+            **base,
+        )
     raise ValueError(fault)
 
 
 def _matrix_cases() -> list[Case]:
     out: list[Case] = []
     for lk, (prefix, family, desc, kw) in LAUNCHERS.items():
-        out.append(Case(
-            f"{prefix}-healthy", f"healthy control: {desc}", healthy=True, root_cause="none (healthy run)", fix="none",
-            notes=f"Control run for the {family} family of the launcher x fault matrix.",
-            verdict="no-failure-found", family_name=family, log_start=True, **kw))
+        out.append(
+            Case(
+                f"{prefix}-healthy",
+                f"healthy control: {desc}",
+                healthy=True,
+                root_cause="none (healthy run)",
+                fix="none",
+                notes=f"Control run for the {family} family of the launcher x fault matrix.",
+                verdict="no-failure-found",
+                family_name=family,
+                log_start=True,
+                **kw,
+            )
+        )
         out += [_matrix_case(lk, f) for f in MATRIX_FAULTS]
     prefix, family, desc, kw = LAUNCHERS["tr1n"]
-    out.append(Case(
-        "tr1n-healthy-cut", f"healthy run ({desc}) whose logs are cut before step 7 of 12", fault="none",
-        cut_at_step=7, root_cause="none: the run was healthy; its logs end mid-run (cut before step 7, no error, no completion line)",
-        fix="none: look for why the logs stop (the job may still be running, or the log collection stopped)",
-        notes="Every kept file is truncated at the first line of step 7 of its rank (whole lines); the agent's "
-        "completion lines are gone. last_line is the console's last line.",
-        verdict="stopped", family_name=family, log_start=True, **kw))
+    out.append(
+        Case(
+            "tr1n-healthy-cut",
+            f"healthy run ({desc}) whose logs are cut before step 7 of 12",
+            fault="none",
+            cut_at_step=7,
+            root_cause="none: the run was healthy; its logs end mid-run (cut before step 7, no error, no completion line)",
+            fix="none: look for why the logs stop (the job may still be running, or the log collection stopped)",
+            notes="Every kept file is truncated at the first line of step 7 of its rank (whole lines); the agent's "
+            "completion lines are gone. last_line is the console's last line.",
+            verdict="stopped",
+            family_name=family,
+            log_start=True,
+            **kw,
+        )
+    )
     return out
 
 
@@ -570,23 +683,25 @@ CASES += _matrix_cases()
 
 # Where to resume: checkpoints written before the fault (the report names the
 # last one and says it is safe).
-CASES.append(Case(
-    "ckpt-before-sigkill",
-    "rank 0 checkpoints every 3 steps; rank 1 is killed by SIGKILL at step 8 (after the step-6 checkpoint)",
-    fault="sigkill",
-    fault_rank=1,
-    fault_step=8,
-    ckpt_every=3,
-    find=(
-        Find("console", r"failed \(exitcode: -9\) local_rank: {local_rank} \(pid: {pid}\)"),
-        Find("console", r"Signal 9 \(SIGKILL\) received by PID {pid}"),
-    ),
-    signature_hint="worker killed by signal 9 (SIGKILL); the last checkpoint (step 6) was written before it",
-    root_cause="Rank 1 was killed by SIGKILL at step 8; rank 0 had written checkpoints at steps 3 and 6.",
-    fix="Find who sent SIGKILL and address it; resume from the step-6 checkpoint, written before the kill.",
-    notes="The resume point of this job is the step-6 checkpoint (safe: written before the fault).",
-    verdict="failure",
-))
+CASES.append(
+    Case(
+        "ckpt-before-sigkill",
+        "rank 0 checkpoints every 3 steps; rank 1 is killed by SIGKILL at step 8 (after the step-6 checkpoint)",
+        fault="sigkill",
+        fault_rank=1,
+        fault_step=8,
+        ckpt_every=3,
+        find=(
+            Find("console", r"failed \(exitcode: -9\) local_rank: {local_rank} \(pid: {pid}\)"),
+            Find("console", r"Signal 9 \(SIGKILL\) received by PID {pid}"),
+        ),
+        signature_hint="worker killed by signal 9 (SIGKILL); the last checkpoint (step 6) was written before it",
+        root_cause="Rank 1 was killed by SIGKILL at step 8; rank 0 had written checkpoints at steps 3 and 6.",
+        fix="Find who sent SIGKILL and address it; resume from the step-6 checkpoint, written before the kill.",
+        notes="The resume point of this job is the step-6 checkpoint (safe: written before the fault).",
+        verdict="failure",
+    )
+)
 
 CASE_BY_NAME = {c.name: c for c in CASES}
 
@@ -611,7 +726,11 @@ PLACEHOLDERS = {
 
 def _replacements(run_root: Path) -> list[tuple[re.Pattern[bytes], bytes]]:
     literal: dict[str, str] = {}
-    for sp in {*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+    for sp in {
+        *site.getsitepackages(),
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+    }:
         literal[os.path.realpath(sp)] = "/SITE"
         literal[sp] = "/SITE"
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
@@ -632,7 +751,9 @@ def _replacements(run_root: Path) -> list[tuple[re.Pattern[bytes], bytes]]:
     if fqdn not in ("localhost", "localhost.localdomain"):
         hosts.add(fqdn)
     for h in sorted((h for h in hosts if h and h != "localhost"), key=len, reverse=True):
-        out.append((re.compile(rb"(?<![\w-])" + re.escape(h.encode()) + rb"(?![\w-])"), b"corpus-host"))
+        out.append(
+            (re.compile(rb"(?<![\w-])" + re.escape(h.encode()) + rb"(?![\w-])"), b"corpus-host")
+        )
     return out
 
 
@@ -693,7 +814,17 @@ def _wrap_mount(cmd: list[str], case: Case, ckpt_dir: Path) -> list[str]:
         setup = f'mount -t tmpfs -o size=64k tmpfs "{ckpt_dir}"'
     else:
         return cmd
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", setup + ' && exec "$@"', "sh", *cmd]
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        setup + ' && exec "$@"',
+        "sh",
+        *cmd,
+    ]
 
 
 def can_unshare_mount() -> tuple[bool, str]:
@@ -701,9 +832,18 @@ def can_unshare_mount() -> tuple[bool, str]:
         return False, "unshare(1) not found"
     try:
         r = subprocess.run(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-             "d=$(mktemp -d) && mount -t tmpfs -o size=4k tmpfs $d && umount $d && rmdir $d"],
-            capture_output=True, text=True, timeout=20,
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                "d=$(mktemp -d) && mount -t tmpfs -o size=4k tmpfs $d && umount $d && rmdir $d",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         return False, f"{type(e).__name__}: {e}"
@@ -720,9 +860,19 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
     ckpt_dir.mkdir()
 
     worker_args = [
-        "--steps", str(steps), "--fault", case.fault, "--fault-rank", str(case.fault_rank),
-        "--fault-step", str(case.fault_step), "--workers", str(case.workers),
-        "--pg-timeout-s", str(PG_TIMEOUT_S), *case.extra_worker_args,
+        "--steps",
+        str(steps),
+        "--fault",
+        case.fault,
+        "--fault-rank",
+        str(case.fault_rank),
+        "--fault-step",
+        str(case.fault_step),
+        "--workers",
+        str(case.workers),
+        "--pg-timeout-s",
+        str(PG_TIMEOUT_S),
+        *case.extra_worker_args,
     ]
     if case.ckpt_every:
         worker_args += ["--ckpt-dir", str(ckpt_dir), "--ckpt-every", str(case.ckpt_every)]
@@ -732,9 +882,14 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
         worker_args[worker_args.index("--fault-step") + 1] = str(case.ckpt_every)
 
     env = dict(os.environ)
-    env.update({
-        "TZ": "UTC", "PYTHONUNBUFFERED": "1", "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-    })
+    env.update(
+        {
+            "TZ": "UTC",
+            "PYTHONUNBUFFERED": "1",
+            "GLOO_SOCKET_IFNAME": "lo",
+            "OMP_NUM_THREADS": "1",
+        }
+    )
     for var in ("CORPUS_CLOCK_OFFSET_S", "CORPUS_HOST", "PYTHONFAULTHANDLER"):
         env.pop(var, None)
 
@@ -743,29 +898,84 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
     if case.launcher == "deepspeed":
         # The deepspeed CLI on one host: it runs deepspeed.launcher.launch, which spawns the 4 ranks
         # (each gets --local_rank=N) and writes each rank's stdout+stderr to logs/<time>_rankN.log.
-        agents.append({
-            "node": None, "cwd": case_dir, "env": {},
-            "cmd": [str(Path(sys.executable).with_name("deepspeed")), "--num_gpus", "4",
-                    "--master_addr", "127.0.0.1", "--master_port", str(port),
-                    "--enable_each_rank_log", "logs", str(HERE / case.script), *worker_args],
-        })
+        agents.append(
+            {
+                "node": None,
+                "cwd": case_dir,
+                "env": {},
+                "cmd": [
+                    str(Path(sys.executable).with_name("deepspeed")),
+                    "--num_gpus",
+                    "4",
+                    "--master_addr",
+                    "127.0.0.1",
+                    "--master_port",
+                    str(port),
+                    "--enable_each_rank_log",
+                    "logs",
+                    str(HERE / case.script),
+                    *worker_args,
+                ],
+            }
+        )
     elif case.launcher == "mpirun":
         # Open MPI on one host (fork, no ssh); the worker maps OMPI_COMM_WORLD_* to RANK/WORLD_SIZE
         # and rendezvouses through env:// (rank 0 hosts the TCPStore on MASTER_PORT).
-        agents.append({
-            "node": None, "cwd": case_dir, "env": {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
-            "cmd": ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", "--tag-output",
-                    "--output-filename", "logs", "--mca", "oob_tcp_if_include", "lo",
-                    "-x", "MASTER_ADDR", "-x", "MASTER_PORT", "-x", "TZ", "-x", "PYTHONUNBUFFERED",
-                    "-x", "GLOO_SOCKET_IFNAME", "-x", "OMP_NUM_THREADS",
-                    sys.executable, str(HERE / case.script), *worker_args],
-        })
+        agents.append(
+            {
+                "node": None,
+                "cwd": case_dir,
+                "env": {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
+                "cmd": [
+                    "mpirun",
+                    "--allow-run-as-root",
+                    "--oversubscribe",
+                    "-np",
+                    "4",
+                    "--tag-output",
+                    "--output-filename",
+                    "logs",
+                    "--mca",
+                    "oob_tcp_if_include",
+                    "lo",
+                    "-x",
+                    "MASTER_ADDR",
+                    "-x",
+                    "MASTER_PORT",
+                    "-x",
+                    "TZ",
+                    "-x",
+                    "PYTHONUNBUFFERED",
+                    "-x",
+                    "GLOO_SOCKET_IFNAME",
+                    "-x",
+                    "OMP_NUM_THREADS",
+                    sys.executable,
+                    str(HERE / case.script),
+                    *worker_args,
+                ],
+            }
+        )
     elif case.nnodes == 1:
-        agents.append({
-            "node": None, "cwd": case_dir, "env": {},
-            "args": ["--nnodes", "1", "--nproc-per-node", "4", "--rdzv-backend", "c10d",
-                     "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", case.name],
-        })
+        agents.append(
+            {
+                "node": None,
+                "cwd": case_dir,
+                "env": {},
+                "args": [
+                    "--nnodes",
+                    "1",
+                    "--nproc-per-node",
+                    "4",
+                    "--rdzv-backend",
+                    "c10d",
+                    "--rdzv-endpoint",
+                    f"127.0.0.1:{port}",
+                    "--rdzv-id",
+                    case.name,
+                ],
+            }
+        )
     else:
         join_timeout = 15 if case.rdzv != "ok" else 60
         for node in (0, 1):
@@ -780,28 +990,69 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
                 conf += ",is_host=false,read_timeout=10"
             ndir = case_dir / f"node{node}"
             ndir.mkdir()
-            agents.append({
-                "node": node, "cwd": ndir,
-                "env": {"CORPUS_HOST": f"node{node}",
-                        **({"CORPUS_CLOCK_OFFSET_S": str(NODE1_CLOCK_OFFSET_S)} if node == 1 else {})},
-                "args": ["--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "2",
-                         "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{ep_port}",
-                         "--rdzv-id", case.name, "--rdzv-conf", conf,
-                         # Distinct node addresses make the c10d rank order follow the node index.
-                         "--local-addr", f"127.0.0.{node + 1}"],
-            })
+            agents.append(
+                {
+                    "node": node,
+                    "cwd": ndir,
+                    "env": {
+                        "CORPUS_HOST": f"node{node}",
+                        **(
+                            {"CORPUS_CLOCK_OFFSET_S": str(NODE1_CLOCK_OFFSET_S)}
+                            if node == 1
+                            else {}
+                        ),
+                    },
+                    "args": [
+                        "--nnodes",
+                        "2",
+                        "--node-rank",
+                        str(node),
+                        "--nproc-per-node",
+                        "2",
+                        "--rdzv-backend",
+                        "c10d",
+                        "--rdzv-endpoint",
+                        f"127.0.0.1:{ep_port}",
+                        "--rdzv-id",
+                        case.name,
+                        "--rdzv-conf",
+                        conf,
+                        # Distinct node addresses make the c10d rank order follow the node index.
+                        "--local-addr",
+                        f"127.0.0.{node + 1}",
+                    ],
+                }
+            )
 
     procs: list[tuple[dict[str, Any], subprocess.Popen, Any]] = []
     started = time.time()
     try:
         for i, agent in enumerate(agents):
             cmd = agent.get("cmd") or [
-                *torchrun_cmd(), *agent["args"], "--max-restarts", "0", "--log-dir", "logs",
-                "--tee", "3", "--redirects", "3", str(HERE / case.script), *worker_args]
+                *torchrun_cmd(),
+                *agent["args"],
+                "--max-restarts",
+                "0",
+                "--log-dir",
+                "logs",
+                "--tee",
+                "3",
+                "--redirects",
+                "3",
+                str(HERE / case.script),
+                *worker_args,
+            ]
             cmd = _wrap_mount(cmd, case, ckpt_dir)
             console = open(agent["cwd"] / "console.log", "wb")
-            p = subprocess.Popen(cmd, cwd=agent["cwd"], env={**env, **agent["env"]}, stdout=console,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            p = subprocess.Popen(
+                cmd,
+                cwd=agent["cwd"],
+                env={**env, **agent["env"]},
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             procs.append((agent, p, console))
             if i == 0 and len(agents) > 1:
                 time.sleep(1.0)  # node0 hosts the rendezvous store
@@ -826,8 +1077,10 @@ def run_case(case: Case, run_root: Path, steps: int) -> tuple[Path, dict[str, An
                     pass
             console.close()
     facts = {
-        "exit_codes": {("node" + str(a["node"]) if a["node"] is not None else "node"): p.returncode
-                       for a, p, _ in procs},
+        "exit_codes": {
+            ("node" + str(a["node"]) if a["node"] is not None else "node"): p.returncode
+            for a, p, _ in procs
+        },
         "seconds": round(time.time() - started, 1),
         "timed_out": timed_out,
     }
@@ -844,7 +1097,9 @@ START_RE = re.compile(r"worker starting: rank=(\d+) local_rank=(\d+) .* pid=(\d+
 STEP_RE = re.compile(r"step=\d+ loss=")
 # mpirun --tag-output puts "[1,R]<stderr>:" before every line of rank R.
 TAG = r"(?:\[\d+,\d+\]<std(?:out|err)>:)?"
-EXC_RE = re.compile(r"^" + TAG + r"(?:\[rank\d+\]: )?[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?::|$)")
+EXC_RE = re.compile(
+    r"^" + TAG + r"(?:\[rank\d+\]: )?[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?::|$)"
+)
 CONSOLE_DOWNSTREAM = (
     re.compile(r"closing signal SIGTERM"),
     re.compile(r"failed \(exitcode: "),
@@ -932,10 +1187,17 @@ def locate(case: Case, case_dir: Path) -> tuple[dict[str, Any] | None, list[dict
                     if own.search(ln):
                         hit = (i, ln)
             else:
-                hits = [(i, ln) for i, ln in enumerate(read_lines(target.path), 1) if STEP_RE.search(ln)]
+                hits = [
+                    (i, ln) for i, ln in enumerate(read_lines(target.path), 1) if STEP_RE.search(ln)
+                ]
                 hit = hits[-1] if hits else None
             if hit:
-                initiating = {"rank": target.rank, "host": target.host, "path": target.path, "hit": hit}
+                initiating = {
+                    "rank": target.rank,
+                    "host": target.host,
+                    "path": target.path,
+                    "hit": hit,
+                }
                 break
         else:
             cpath = consoles.get(f.node if case.nnodes == 2 else None)
@@ -950,7 +1212,9 @@ def locate(case: Case, case_dir: Path) -> tuple[dict[str, Any] | None, list[dict
                 initiating = {"rank": rank, "host": host, "path": cpath, "hit": hit}
                 break
     if initiating is None:
-        raise RuntimeError(f"{case.name}: initiating line not found ({[f.pattern or f.where for f in case.find]})")
+        raise RuntimeError(
+            f"{case.name}: initiating line not found ({[f.pattern or f.where for f in case.find]})"
+        )
     init = {
         "rank": initiating["rank"],
         "host": initiating["host"],
@@ -966,15 +1230,29 @@ def locate(case: Case, case_dir: Path) -> tuple[dict[str, Any] | None, list[dict
             continue
         hit = _first(rf.path, EXC_RE)
         if hit:
-            downstream.append({"rank": rank, "host": rf.host, "file": rf.path.relative_to(case_dir).as_posix(),
-                               "line": hit[0], "text": hit[1]})
+            downstream.append(
+                {
+                    "rank": rank,
+                    "host": rf.host,
+                    "file": rf.path.relative_to(case_dir).as_posix(),
+                    "line": hit[0],
+                    "text": hit[1],
+                }
+            )
     for node, cpath in consoles.items():
         for pat in CONSOLE_DOWNSTREAM:
             hit = _first(cpath, pat)
             rel = cpath.relative_to(case_dir).as_posix()
             if hit and not (rel == init["file"] and hit[0] == init["line"]):
-                downstream.append({"rank": None, "host": f"node{node}" if node is not None else "corpus-host",
-                                   "file": rel, "line": hit[0], "text": hit[1]})
+                downstream.append(
+                    {
+                        "rank": None,
+                        "host": f"node{node}" if node is not None else "corpus-host",
+                        "file": rel,
+                        "line": hit[0],
+                        "text": hit[1],
+                    }
+                )
     return init, downstream
 
 
@@ -1013,7 +1291,11 @@ def _dist_version(name: str) -> str:
 
 
 def versions(case: Case) -> dict[str, str]:
-    out = {"torch": _dist_version("torch"), "python": platform.python_version(), "platform": platform.platform()}
+    out = {
+        "torch": _dist_version("torch"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
     if case.requires == "deepspeed":
         out["deepspeed"] = _dist_version("deepspeed")
     if case.requires == "mpirun":
@@ -1034,7 +1316,9 @@ def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
     try:
         case_dir, facts = run_case(case, run_root, steps)
         sanitize_tree(case_dir, run_root)
-        if (case.healthy or case.cut_at_step) and any(code != 0 for code in facts["exit_codes"].values()):
+        if (case.healthy or case.cut_at_step) and any(
+            code != 0 for code in facts["exit_codes"].values()
+        ):
             raise RuntimeError(f"{case.name}: healthy control failed: {facts}")
         if case.verdict and facts["timed_out"]:
             # Matrix cases end by themselves (the faults' consequences, not the generator's kill).
@@ -1045,13 +1329,21 @@ def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
             initiating, downstream = None, []
         else:
             initiating, downstream = locate(case, case_dir)
-        clock = {"node1": NODE1_CLOCK_OFFSET_S} if case.nnodes == 2 and case.rdzv != "missing-node" else {}
-        notes = " ".join(x for x in (
-            case.title[0].upper() + case.title[1:] + ".",
-            case.notes,
-            f"Agent exit codes: {json.dumps(facts['exit_codes'], sort_keys=True)}; wall time {facts['seconds']} s"
-            + (" (hit the generator's hard timeout)." if facts["timed_out"] else "."),
-        ) if x)
+        clock = (
+            {"node1": NODE1_CLOCK_OFFSET_S}
+            if case.nnodes == 2 and case.rdzv != "missing-node"
+            else {}
+        )
+        notes = " ".join(
+            x
+            for x in (
+                case.title[0].upper() + case.title[1:] + ".",
+                case.notes,
+                f"Agent exit codes: {json.dumps(facts['exit_codes'], sort_keys=True)}; wall time {facts['seconds']} s"
+                + (" (hit the generator's hard timeout)." if facts["timed_out"] else "."),
+            )
+            if x
+        )
         truth = {
             "schema": SCHEMA,
             "case": case_dirname(case),
@@ -1084,16 +1376,22 @@ def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Generate the labelled corpus of real failing distributed jobs.")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    ap = argparse.ArgumentParser(
+        description="Generate the labelled corpus of real failing distributed jobs."
+    )
+    ap.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
+    )
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--steps", type=int, default=12, help="training steps per run (default 12)")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     args = ap.parse_args(argv)
     if args.list:
         for c in CASES:
-            print(f"{case_dirname(c):34s} {c.family:31s} {c.title}"
-                  + (f" [target rank {c.fault_rank}]" if c.fault_rank >= 0 else ""))
+            print(
+                f"{case_dirname(c):34s} {c.family:31s} {c.title}"
+                + (f" [target rank {c.fault_rank}]" if c.fault_rank >= 0 else "")
+            )
         return 0
     names = [n.strip() for n in args.cases.split(",") if n.strip()] or [c.name for c in CASES]
     selected = []
@@ -1117,7 +1415,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"SKIP {case.name}: deepspeed is not installed", flush=True)
             continue
         if case.requires == "mpirun" and shutil.which("mpirun") is None:
-            print(f"SKIP {case.name}: mpirun (Open MPI, apt-get install openmpi-bin) not found", flush=True)
+            print(
+                f"SKIP {case.name}: mpirun (Open MPI, apt-get install openmpi-bin) not found",
+                flush=True,
+            )
             continue
         t0 = time.time()
         try:

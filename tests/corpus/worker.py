@@ -101,7 +101,9 @@ def setup_logging(rank: int, host: str) -> logging.Logger:
     offset = float(os.environ.get("CORPUS_CLOCK_OFFSET_S", "0") or 0)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
-        OffsetFormatter("%(asctime)s %(levelname)s %(host)s rank=%(rank)s %(name)s: %(message)s", offset)
+        OffsetFormatter(
+            "%(asctime)s %(levelname)s %(host)s rank=%(rank)s %(name)s: %(message)s", offset
+        )
     )
     handler.addFilter(RankFilter(rank, host))
     log = logging.getLogger("train")
@@ -114,8 +116,14 @@ def setup_logging(rank: int, host: str) -> logging.Logger:
 class SyntheticRegression(Dataset):
     """Fixed random regression rows; ``rows_present`` < ``length`` models a short shard."""
 
-    def __init__(self, length: int, seed: int, rows_present: int | None = None,
-                 worker_fault: str | None = None, worker_fault_index: int = -1) -> None:
+    def __init__(
+        self,
+        length: int,
+        seed: int,
+        rows_present: int | None = None,
+        worker_fault: str | None = None,
+        worker_fault_index: int = -1,
+    ) -> None:
         g = torch.Generator().manual_seed(seed)
         n = length if rows_present is None else rows_present
         xs = torch.randn(n, IN_FEATURES, generator=g)
@@ -141,8 +149,9 @@ def build_model(in_features: int) -> nn.Module:
     return nn.Sequential(nn.Linear(in_features, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, OUT_FEATURES))
 
 
-def save_checkpoint(model: nn.Module, opt: torch.optim.Optimizer, step: int, ckpt_dir: str,
-                    log: logging.Logger) -> None:
+def save_checkpoint(
+    model: nn.Module, opt: torch.optim.Optimizer, step: int, ckpt_dir: str, log: logging.Logger
+) -> None:
     path = os.path.join(ckpt_dir, f"ckpt-step{step:05d}.pt")
     log.info("saving checkpoint step=%d path=%s", step, path)
     torch.save({"step": step, "model": model.state_dict(), "optim": opt.state_dict()}, path)
@@ -163,9 +172,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--fsize-limit", type=int, default=64 * 1024)
     p.add_argument("--exit-code", type=int, default=3, help="status for --fault exit")
     p.add_argument("--slow-s", type=float, default=60.0, help="seconds of compute for --fault slow")
-    p.add_argument("--log-start", action="store_true", help="log one 'worker starting' line before joining")
-    p.add_argument("--no-finite-check", action="store_true",
-                   help="skip the isfinite(loss) guard (the anomaly-detection job runs without it)")
+    p.add_argument(
+        "--log-start", action="store_true", help="log one 'worker starting' line before joining"
+    )
+    p.add_argument(
+        "--no-finite-check",
+        action="store_true",
+        help="skip the isfinite(loss) guard (the anomaly-detection job runs without it)",
+    )
     return p.parse_args(argv)
 
 
@@ -184,8 +198,13 @@ def env_from_launcher() -> str:
 def log_start(log: logging.Logger, launcher: str) -> None:
     log.info(
         "worker starting: rank=%s local_rank=%s world_size=%s launcher=%s master=%s:%s pid=%d",
-        os.environ["RANK"], os.environ.get("LOCAL_RANK"), os.environ["WORLD_SIZE"], launcher,
-        os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"), os.getpid(),
+        os.environ["RANK"],
+        os.environ.get("LOCAL_RANK"),
+        os.environ["WORLD_SIZE"],
+        launcher,
+        os.environ.get("MASTER_ADDR"),
+        os.environ.get("MASTER_PORT"),
+        os.getpid(),
     )
 
 
@@ -206,8 +225,13 @@ def slow_compute(log: logging.Logger, step: int, seconds: float) -> None:
             a = torch.tanh(a @ a / 14.0)
             matmuls += 1
         chunk += 1
-        log.info("still computing step=%d chunk=%d elapsed=%.1fs matmuls=%d", step, chunk,
-                 time.time() - t0, matmuls)
+        log.info(
+            "still computing step=%d chunk=%d elapsed=%.1fs matmuls=%d",
+            step,
+            chunk,
+            time.time() - t0,
+            matmuls,
+        )
 
 
 def step_fault(fault: str, args: argparse.Namespace, log: logging.Logger, step: int) -> None:
@@ -251,8 +275,14 @@ def main(argv=None) -> None:
     log.info(
         "rendezvous complete: init_process_group backend=gloo rank=%d local_rank=%d world_size=%d "
         "master=%s:%s group_rank=%s timeout=%ss pid=%d",
-        rank, local_rank, world, os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"),
-        os.environ.get("GROUP_RANK"), args.pg_timeout_s, os.getpid(),
+        rank,
+        local_rank,
+        world,
+        os.environ.get("MASTER_ADDR"),
+        os.environ.get("MASTER_PORT"),
+        os.environ.get("GROUP_RANK"),
+        args.pg_timeout_s,
+        os.getpid(),
     )
     if args.fault == "nan_anomaly":
         torch.autograd.set_detect_anomaly(True)
@@ -271,11 +301,18 @@ def main(argv=None) -> None:
     # DistributedSampler (no shuffle) gives this rank indices rank, rank+world, ...;
     # the first index of batch number fault_step:
     worker_fault_index = (args.fault_step - 1) * BATCH * world + rank if worker_fault else -1
-    ds = SyntheticRegression(length, seed=1234, rows_present=rows_present,
-                             worker_fault=worker_fault, worker_fault_index=worker_fault_index)
+    ds = SyntheticRegression(
+        length,
+        seed=1234,
+        rows_present=rows_present,
+        worker_fault=worker_fault,
+        worker_fault_index=worker_fault_index,
+    )
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=False)
     loader = DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=args.workers)
-    log.info("data ready samples=%d per_rank_batches=%d workers=%d", length, len(loader), args.workers)
+    log.info(
+        "data ready samples=%d per_rank_batches=%d workers=%d", length, len(loader), args.workers
+    )
 
     t0 = time.time()
     for step, (x, y) in enumerate(loader, start=1):
@@ -300,8 +337,18 @@ def main(argv=None) -> None:
         opt.step()
         log.info("step=%d loss=%.4f", step, loss.item())
         if step % HEARTBEAT_EVERY == 0:
-            log.info("heartbeat step=%d elapsed=%.1fs samples_seen=%d", step, time.time() - t0, step * BATCH)
-        if args.ckpt_every and step % args.ckpt_every == 0 and args.ckpt_dir and rank == args.ckpt_rank:
+            log.info(
+                "heartbeat step=%d elapsed=%.1fs samples_seen=%d",
+                step,
+                time.time() - t0,
+                step * BATCH,
+            )
+        if (
+            args.ckpt_every
+            and step % args.ckpt_every == 0
+            and args.ckpt_dir
+            and rank == args.ckpt_rank
+        ):
             if fault == "ckpt_efbig":
                 _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
                 resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize_limit, hard))

@@ -18,10 +18,47 @@ with atheris.instrument_imports(include=["denpex_fast"]):  # our code only: fast
     from denpex_fast.engine.scanner import Scanner
 
 # Regex fragments make valid-but-odd patterns likely; the rest is raw text.
-FRAGMENTS = ["(", ")", "[", "]", "{2,}", "{1,3}", "*", "+", "?", "|", "\\", "\\d", "\\w", "\\b",
-             "^", "$", ".", "(?i)", "(?s)", "(?m)", "\\x00", "\\n", "\\1", "(?=", "(?<!", "[^\\n]",
-             "NCCL WARN", "a", "{", "}", "\\Q", "\\E", "(?#c)", "\\p{L}", "[[:alpha:]]", "é",
-             "\ud800", "\x00", "\n"]
+FRAGMENTS = [
+    "(",
+    ")",
+    "[",
+    "]",
+    "{2,}",
+    "{1,3}",
+    "*",
+    "+",
+    "?",
+    "|",
+    "\\",
+    "\\d",
+    "\\w",
+    "\\b",
+    "^",
+    "$",
+    ".",
+    "(?i)",
+    "(?s)",
+    "(?m)",
+    "\\x00",
+    "\\n",
+    "\\1",
+    "(?=",
+    "(?<!",
+    "[^\\n]",
+    "NCCL WARN",
+    "a",
+    "{",
+    "}",
+    "\\Q",
+    "\\E",
+    "(?#c)",
+    "\\p{L}",
+    "[[:alpha:]]",
+    "é",
+    "\ud800",
+    "\x00",
+    "\n",
+]
 SAMPLE = b"NCCL WARN timeout\nE12: xx\r\n\x00\xff a1b2 \xc3\xa9\n" * 3
 
 
@@ -40,7 +77,9 @@ def TestOneInput(buf: bytes) -> None:
     patterns: dict[str, list[str]] = {}
     for i in range(fdp.ConsumeIntInRange(1, 4)):
         sig = fdp.ConsumeUnicode(4) or f"s{i}"
-        patterns.setdefault(sig, []).extend(_pattern(fdp) for _ in range(fdp.ConsumeIntInRange(1, 3)))
+        patterns.setdefault(sig, []).extend(
+            _pattern(fdp) for _ in range(fdp.ConsumeIntInRange(1, 3))
+        )
     caseless = fdp.ConsumeBool()
     try:
         s = Scanner(patterns=patterns, cache_dir=False, caseless=caseless)

@@ -38,14 +38,44 @@ from scan_oracle import oracle, table_rows  # noqa: E402  (not instrumented: slo
 # bisection cuts the line with endpos, where they would fire), nothing that
 # can match a newline.
 PATTERN_SETS: list[dict[str, list[str]]] = [
-    {"nccl-warn": ["NCCL WARN"], "timeout": [r"NCCL WARN [^\n]*timeout"],
-     "errno": [r"E\d{2}: x+"], "alt": [r"(ab|a)c*d"], "oom": ["out of memory", "OOM"]},
+    {
+        "nccl-warn": ["NCCL WARN"],
+        "timeout": [r"NCCL WARN [^\n]*timeout"],
+        "errno": [r"E\d{2}: x+"],
+        "alt": [r"(ab|a)c*d"],
+        "oom": ["out of memory", "OOM"],
+    },
     {"start": [r"^ERROR: \w+"], "cr": ["x\r"], "gap": [r"a.{0,5}b"], "ci": [r"(?i)sigkill"]},
     {"long": [r"a[^\n]{20,}z"], "nul": [r"\x00\xff"], "utf": ["é+"], "bytes": [r"[\x80-\xff]{3}"]},
 ]
-TOKENS = [b"NCCL WARN ", b"timeout", b"\n", b"\r\n", b"\r", b"E12: ", b"xx", b"ab", b"a", b"c",
-          b"d", b"out of ", b"memory", b"OOM", b" ", b"\x00", b"\xff", "é".encode(), b"9",
-          b"ERROR: ", b"SIGKILL", b"sigKill", b"b", b"z", b"a" * 30, b"\x80\x81\x82"]
+TOKENS = [
+    b"NCCL WARN ",
+    b"timeout",
+    b"\n",
+    b"\r\n",
+    b"\r",
+    b"E12: ",
+    b"xx",
+    b"ab",
+    b"a",
+    b"c",
+    b"d",
+    b"out of ",
+    b"memory",
+    b"OOM",
+    b" ",
+    b"\x00",
+    b"\xff",
+    "é".encode(),
+    b"9",
+    b"ERROR: ",
+    b"SIGKILL",
+    b"sigKill",
+    b"b",
+    b"z",
+    b"a" * 30,
+    b"\x80\x81\x82",
+]
 
 SCANNERS = [Scanner(patterns=p, cache_dir=False) for p in PATTERN_SETS]
 TMP = Path(tempfile.mkdtemp(prefix="denpex-fuzz-"))
@@ -66,7 +96,7 @@ def _excerpt(data: bytes, offset: int, end: int, max_text: int) -> bytes:
     line = data[offset:] if nl < 0 else data[offset:nl]
     rel = end - offset
     if rel > max_text:
-        return line[rel - max_text:rel]
+        return line[rel - max_text : rel]
     if len(line) <= max_text:
         return line[:-1] if line.endswith(b"\r") else line
     return line[:max_text]
@@ -106,14 +136,22 @@ def TestOneInput(buf: bytes) -> None:
     max_rows = fdp.ConsumeIntInRange(1, 6) if fdp.ConsumeBool() else 10_000
     block = fdp.ConsumeIntInRange(1, 300)
     overlap = fdp.ConsumeIntInRange(0, 200)
-    max_piece = block + overlap + fdp.ConsumeIntInRange(0, 600)  # check_opts: block+overlap <= piece
+    max_piece = (
+        block + overlap + fdp.ConsumeIntInRange(0, 600)
+    )  # check_opts: block+overlap <= piece
     chunk = fdp.ConsumeIntInRange(1, 700)
     unit = fdp.ConsumeIntInRange(16, 4096)  # tiny ranges: see test_scanner_property
     data = _data(fdp)
 
     s = SCANNERS[which]
-    s.options = _native.Options(max_rows_per_sig=max_rows, max_text=max_text, block_size=block,
-                                max_piece=max_piece, overlap=overlap, release_every=4096)
+    s.options = _native.Options(
+        max_rows_per_sig=max_rows,
+        max_text=max_text,
+        block_size=block,
+        max_piece=max_piece,
+        overlap=overlap,
+        release_every=4096,
+    )
     s.stream_chunk = chunk
     counts = None
     if sources.sniff(data[:8]) is not None:
@@ -127,15 +165,15 @@ def TestOneInput(buf: bytes) -> None:
         res = s.run([LOG], binary=True, **kw)
         assert res.ok, res.errors
         table = res.table
-        counts = dict(zip(res.counts.column("signature").to_pylist(),
-                          res.counts.column("lines").to_pylist()))
+        counts = dict(
+            zip(res.counts.column("signature").to_pylist(), res.counts.column("lines").to_pylist())
+        )
 
     # a line longer than a piece is cut (see module doc): rows may differ then
     longest = max((len(x) + 1 for x in data.split(b"\n")), default=0)
     whole_lines = longest + block <= max_piece
     # only the chunked read() path loses the line start of a cut line
-    rows = _check_rows(data, table, max_text, max_rows,
-                       exact_text=whole_lines or path != 3)
+    rows = _check_rows(data, table, max_text, max_rows, exact_text=whole_lines or path != 3)
     if whole_lines:
         pats = PATTERN_SETS[which]
         want = oracle(data, pats, max_text=max_text, max_rows=max_rows)
