@@ -323,9 +323,9 @@ def render_text(d: Diagnosis, console: Any) -> None:
         console.print(t)
     if d.divergence:
         console.print(Text("First lines the healthy baseline never printed", style="bold"))
-        for row in d.divergence[:40]:
+        for div in d.divergence[:40]:
             console.print(
-                f"  {shown(d, row['file'])}:{row['line']}: {row['text'][:200]}",
+                f"  {shown(d, div['file'])}:{div['line']}: {div['text'][:200]}",
                 markup=False,
                 highlight=False,
             )
@@ -333,8 +333,8 @@ def render_text(d: Diagnosis, console: Any) -> None:
         console.print(
             f"unreadable: {shown(d, e['path'])}: {e['message']}", style="red", markup=False
         )
-    for n in d.notes:
-        console.print(f"note: {shown(d, n)}", style="dim", markup=False)
+    for note in d.notes:
+        console.print(f"note: {shown(d, note)}", style="dim", markup=False)
 
 
 def _level(d: Diagnosis) -> str:

@@ -16,6 +16,7 @@ contracts from here, and it imports no stage.
 from __future__ import annotations
 
 import importlib.resources
+import importlib.util
 import json
 from importlib.resources import files
 from pathlib import Path

@@ -80,8 +80,8 @@ def _span(ls: list[Lane], d: Any) -> tuple[float, float]:
         if e is not None and (t := _t(e)) is not None
     ]
     i = getattr(d, "initiating", None)
-    if i is not None and _t(i) is not None:
-        ts.append(_t(i))
+    if i is not None and (t_init := _t(i)) is not None:
+        ts.append(t_init)
     if not ts:
         return 0.0, 1.0
     lo, hi = min(ts), max(ts)

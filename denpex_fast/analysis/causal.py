@@ -238,7 +238,8 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
         try:
             sig = kb[sig_id]
         except KeyError:
-            role, severity, phase, fields = "context", "info", "", {}
+            role, severity, phase = "context", "info", ""
+            fields: dict[str, str] = {}
         else:
             role, severity, phase = sig.role, sig.severity, sig.phase
             fields = sig.extract_fields(cols["text"][i]) if sig.fields else {}
@@ -606,10 +607,10 @@ def rank_events(
     order = np.argsort(-model.score(X), kind="stable")
     top = cands[int(order[0])]
     p_top = float(probs[order[0]])
-    virtual = top.extra.get("virtual")
+    virtual_why = top.extra.get("virtual")
     first = top.head
-    verdict = "failure" if p_top >= model.threshold and not virtual else "suspect"
-    reasons = _evidence(top, first, virtual, X[order[0]], model)
+    verdict = "failure" if p_top >= model.threshold and not virtual_why else "suspect"
+    reasons = _evidence(top, first, virtual_why, X[order[0]], model)
     tie = [
         c.head
         for c in (cands[int(i)] for i in order[1:6])
@@ -722,15 +723,20 @@ def _global_ranks(events: Sequence[Event]) -> None:
     if not table:
         return
     for e in events:
-        t = table.get(_node(e))
-        if not t or e.rank is None or e.rank not in t or _GLOBAL_TAG.search(e.text):
+        node_table = table.get(_node(e))
+        if (
+            not node_table
+            or e.rank is None
+            or e.rank not in node_table
+            or _GLOBAL_TAG.search(e.text)
+        ):
             continue
         local = [m.group("l") for rx in _LOCAL_ONLY if (m := rx.search(e.text))]
         pm = _LOCAL_PATH.search(e.file.replace("\\", "/"))
         if pm:
             local.append(pm.group("l"))
         if str(e.rank) in local:
-            e.rank = t[e.rank]
+            e.rank = node_table[e.rank]
 
 
 _PID = re.compile(
@@ -815,7 +821,7 @@ def _evidence(
     out: list[str] = []
     if virtual and first is None:
         out.append(f"rank {top.rank} is the suspect: {virtual}; it printed no line of its own")
-    elif virtual:
+    elif virtual and first is not None:
         out.append(f"rank {top.rank} is the suspect: {virtual}; its last line is {first.where()}")
     elif first is not None:
         lo, hi = top.lines
@@ -844,7 +850,7 @@ def _virtual_suspects(
     whose progress stopped first.  Named by their last line, when they have one:
     the one the others waited for by the last line of its own output, read
     back when no pattern matched it (a rank that never joined prints no error)."""
-    out = []
+    out: list[Incident] = []
     for kind, (rank, why) in (
         ("silent_suspect", _watchdog_suspect(specific, known_ranks, kb)),
         ("laggard", _progress_suspect(live, progress)),
@@ -1077,8 +1083,8 @@ def candidate_features(
             X[i, col["first_of_tier"]] = 1.0
     tier_col = ("specific_cause", "own_symptom", "open_world", "wrapper", "collateral")
     for i, c in enumerate(cands):
-        for k in ("silent_suspect", "laggard"):
-            X[i, col[k]] = float(c.extra.get(k, 0.0))
+        for feature in ("silent_suspect", "laggard"):
+            X[i, col[feature]] = float(c.extra.get(feature, 0.0))
         X[i, col["has_rank"]] = 1.0 if c.rank is not None else 0.0
         h = c.head
         if c.extra.get("virtual") or h is None:

@@ -309,11 +309,13 @@ def isotonic_calibration(
             blocks[-1][0] += b[0]
             blocks[-1][1] += b[1]
             blocks[-1][3] = b[3]
-    out = []
-    for total, w, first, last in blocks:
-        for k in range(int(first), int(last) + 1):
-            n = sum(1 for p, _ in points if e[k] <= p < e[k + 1])
-            out.append({"lo": e[k], "hi": e[k + 1], "accuracy": round(total / w, 3), "cases": n})
+    out: list[dict[str, float]] = []
+    for total, weight, first, last in blocks:
+        for j in range(int(first), int(last) + 1):
+            n = sum(1 for p, _ in points if e[j] <= p < e[j + 1])
+            out.append(
+                {"lo": e[j], "hi": e[j + 1], "accuracy": round(total / weight, 3), "cases": n}
+            )
     return out
 
 

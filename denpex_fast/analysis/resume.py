@@ -109,6 +109,7 @@ def resume_point(
                     if e.rank not in (None, suspect_rank)
                     and e.t is not None
                     and field_number(e.fields, STEP_FIELDS) is not None
+                    and stop.t is not None
                     and e.t > stop.t
                 ]
                 if others and stop.t is not None and stop.t < last.t:

@@ -74,7 +74,7 @@ def _owner_text(raw: bytes) -> str:
 
 def partition_name(job: str) -> str:
     """The partition directory of ``job`` (``job=<percent-encoded name>``)."""
-    return PARTITIONING.format(pc.field("job") == job)[0]
+    return str(PARTITIONING.format(pc.field("job") == job)[0])
 
 
 class IndexStore:

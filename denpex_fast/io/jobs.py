@@ -394,7 +394,7 @@ def iter_tar_members(raw: HashingReader, archive: str) -> Iterator[tuple[str, An
                 raise StreamError(f"archive damaged: {type(exc).__name__}: {exc}") from None
             # stream mode reads forward only: the TarInfo list tarfile keeps
             # for random access would grow with every member
-            tf.members = []
+            tf.members = []  # type: ignore[attr-defined]
             if not member.isreg():  # links, devices, directories: labels only, nothing to read
                 continue
             f = tf.extractfile(member)

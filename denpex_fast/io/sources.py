@@ -208,7 +208,7 @@ class _Bounded:
     def readinto(self, mv: memoryview) -> int:
         if self._left <= 0:
             return 0
-        n = self._raw.readinto(mv[: self._left] if len(mv) > self._left else mv)
+        n = self._raw.readinto(mv[: self._left] if len(mv) > self._left else mv)  # type: ignore[attr-defined]
         if not n:
             raise TruncatedInput("file was truncated while it was being read")
         self._left -= n
@@ -475,7 +475,7 @@ class Decoded:
     def _call(self, data: bytes, want: int) -> bytes:
         try:
             return self._decompress(data, want)
-        except (_zlib.error, _zstd.ZstdError, EOFError, ValueError) as exc:
+        except (_zlib.error, _zstd.ZstdError, EOFError, ValueError) as exc:  # type: ignore[misc]
             raise CorruptInput(f"corrupt compressed data: {exc}") from None
 
     def _emit(self, mv: memoryview, out: bytes) -> int:
@@ -535,7 +535,7 @@ class Plain:
             mv[:n] = self._head[:n]
             self._head = self._head[n:]
         else:
-            n = self._raw.readinto(mv) or 0
+            n = self._raw.readinto(mv) or 0  # type: ignore[attr-defined]
         self.bytes_out += n
         if self._max_out is not None and self.bytes_out > self._max_out:
             raise LimitExceeded(f"stream exceeds the limit of {self._max_out} bytes")
