@@ -47,6 +47,18 @@ def is_alias(path: Path) -> bool:
     )
 
 
+def long_without_reason(mods: dict[str, Path], limit: int = 500) -> list[str]:
+    """Modules over ``limit`` lines whose docstring does not say why they are long."""
+    out = []
+    for name, path in sorted(mods.items()):
+        text = path.read_text()
+        if len(text.splitlines()) > limit:
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if "This module is long because" not in doc:
+                out.append(name)
+    return out
+
+
 def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """(module, imported module) pairs where the import runs back up the stages."""
     return sorted((a, b) for a, bs in graph.items() for b in bs if layer(b) > layer(a))
@@ -167,6 +179,11 @@ def main(argv: list[str]) -> int:
         print(f"  {a} imports {b}.{n}")
     big = [m for m in mods if len(mods[m].read_text().splitlines()) > 500]
     print(f"modules over 500 lines: {len(big)} ({', '.join(sorted(big))})")
+    unexplained = long_without_reason(mods)
+    print(
+        f"  of which without a reason stated at the top: {len(unexplained)}"
+        + (f" ({', '.join(unexplained)})" if unexplained else "")
+    )
     return 0
 
 

@@ -4,6 +4,9 @@
 status 0 when something matched, 1 when nothing did, 2 on any error (with
 ``-q``, a match wins over an error, as in grep).  Progress and messages go to
 stderr, so stdout stays machine-readable.
+
+This module is long because every subcommand's options and help text live with
+its function, so the command-line reference is one file.
 """
 
 from __future__ import annotations

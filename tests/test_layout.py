@@ -34,3 +34,7 @@ def test_old_paths_are_the_moved_modules() -> None:
     import denpex_fast.causal as old
 
     assert old is new
+
+
+def test_long_modules_say_why() -> None:
+    assert g.long_without_reason(g.modules()) == []

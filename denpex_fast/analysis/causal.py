@@ -34,6 +34,11 @@ How the initiating incident is chosen:
    ``suspect`` (named, below it, or a rank suspected from absence),
    ``stopped`` (progress, then the logs end with no error and no completion
    line), ``no-failure-found`` (no error-like line at all).
+
+This module is long because the ranking's steps (events, skew, incidents, the
+candidate features, absence, evidence) share one Event/Incident model and are
+read top to bottom as one algorithm; splitting them would spread one decision
+over several files.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ was only a consequence, what to change, and how to prove the change worked.
 Flow: sources -> scanner (match table) -> attribution (rank, host, ts) ->
 causal ranking (:mod:`denpex_fast.analysis.causal`) -> this module (collateral,
 competing hypotheses, fix lookup, rank fates) -> report renderers.
+
+This module is long because it is the one assembly point of a diagnosis (entry
+points, the Diagnosis object and its JSON, collateral, hypotheses, fix lookup,
+rank fates); each part is short and only meaningful together.
 """
 
 from __future__ import annotations

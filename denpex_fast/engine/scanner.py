@@ -38,6 +38,10 @@ a match longer than the 64 KiB overlap that straddles a cut is not found.
 Signatures are line-scoped: patterns are compiled with ``HS_FLAG_MULTILINE``
 and without ``DOTALL``, so ``.`` never crosses a newline and ``^``/``$``
 anchor at line boundaries.
+
+This module is long because it is one engine: the Scanner, its planner of
+parallel ranges and streams, the merge of native results and the ScanResult;
+they share private per-file state that no other module should see.
 """
 
 from __future__ import annotations

@@ -81,6 +81,10 @@ the previous row of the same file, whose time is known); compressed files,
 stdin and files that cannot be opened carry the nearest earlier
 timestamped row of the table instead.  ``Attribution.ts_carried`` marks
 these rows and ``Attribution.notes`` says what was assumed.
+
+This module is long because rank, host and time attribution share the vectorised
+per-line facts and the per-file time context; they are computed in one pass over
+the table.
 """
 
 from __future__ import annotations

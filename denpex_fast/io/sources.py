@@ -46,6 +46,10 @@ Defined outcomes for awkward inputs:
   block, or the magic of an ELF/PNG/archive/... file) are skipped unless the
   caller asks for them (``binary=True``); for compressed inputs and streams
   the first decompressed block decides.
+
+This module is long because it is the one place that knows every input kind
+(plain, gzip, zstd, bz2, xz, stdin, fsspec) and their hostile cases (truncation,
+bombs, binary files, shrinking files).
 """
 
 from __future__ import annotations

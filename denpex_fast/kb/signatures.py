@@ -38,6 +38,9 @@ Command line::
     python -m denpex_fast.engine.kbcheck check [FILES...]   # strict; exit 0/1
     python -m denpex_fast.engine.kbcheck list
     python -m denpex_fast.engine.kbcheck show ID
+
+This module is long because it is the knowledge base's schema and its
+validation: every field's rule and its error message naming file, id and field.
 """
 
 from __future__ import annotations
