@@ -12,8 +12,8 @@ its function, so the command-line reference is one file.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,8 +61,16 @@ def _build_scanner(
     ignore_case: bool,
     max_count: int,
     max_text: int,
+    fixed: bool = False,
+    word: bool = False,
 ) -> Any:
     from .engine.scanner import Scanner
+
+    def shaped(expr: str) -> str:
+        # -F: a literal (every non-alphanumeric escaped, which Hyperscan accepts)
+        if fixed:
+            expr = re.sub(r"([^A-Za-z0-9_])", r"\\\1", expr)
+        return rf"\b(?:{expr})\b" if word else expr
 
     patterns: dict[str, list[str]] = {}
     toml_files: list[str] = []
@@ -70,13 +78,13 @@ def _build_scanner(
         sig, sep, expr = e.partition("=")
         if not sep or not sig:
             raise click.BadParameter(f"expected ID=REGEX, got {e!r}", param_hint="-e/--regexp")
-        patterns.setdefault(sig, []).append(expr)
+        patterns.setdefault(sig, []).append(shaped(expr))
     for f in files:
         if f.endswith(".toml"):
             toml_files.append(f)
         else:
             for sig, pats in parse_pattern_file(f).items():
-                patterns.setdefault(sig, []).extend(pats)
+                patterns.setdefault(sig, []).extend(shaped(x) for x in pats)
     kw: dict[str, Any] = dict(
         max_rows_per_signature=max_count, max_text=max_text, caseless=ignore_case
     )
@@ -242,6 +250,74 @@ def main() -> None:
 )
 @click.option("-i", "--ignore-case", is_flag=True, help="Case-insensitive patterns.")
 @click.option(
+    "-F",
+    "--fixed-strings",
+    is_flag=True,
+    help="Treat the -e patterns (and REGEX lines of -f files) as literal strings.",
+)
+@click.option(
+    "-w",
+    "--word-regexp",
+    is_flag=True,
+    help="Only match whole words (the -e/-f patterns wrapped in \\b...\\b).",
+)
+@click.option(
+    "-l",
+    "--files-with-matches",
+    is_flag=True,
+    help="Print only the names of files with a match (from the exact counts).",
+)
+@click.option(
+    "-c",
+    "--count",
+    "count_lines",
+    is_flag=True,
+    help="Print the number of matching lines per file (a line matched by several "
+    "signatures counts once; exact, --max-count does not apply).",
+)
+@click.option(
+    "-A",
+    "--after-context",
+    type=click.IntRange(0, 1000),
+    default=0,
+    help="Print NUM lines after each match (read back from the same input).",
+)
+@click.option(
+    "-B",
+    "--before-context",
+    type=click.IntRange(0, 1000),
+    default=0,
+    help="Print NUM lines before each match.",
+)
+@click.option(
+    "-C",
+    "--context",
+    type=click.IntRange(0, 1000),
+    default=None,
+    help="Print NUM lines before and after each match (-A/-B override it).",
+)
+@click.option(
+    "-g",
+    "--glob",
+    "globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only scan files found in directories whose name (or path, when GLOB has a /) "
+    "matches GLOB; !GLOB excludes; the last matching glob wins (repeatable).",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Highlight matches, paths and line numbers (auto: when stdout is a terminal).",
+)
+@click.option(
+    "--heading/--no-heading",
+    default=None,
+    help="Print each file name once above its rows (default: when stdout is a terminal).",
+)
+@click.option(
     "-m",
     "--max-count",
     type=click.IntRange(1),
@@ -296,6 +372,16 @@ def scan_cmd(
     stats: bool,
     progress: bool,
     binary: bool = False,
+    fixed_strings: bool = False,
+    word_regexp: bool = False,
+    files_with_matches: bool = False,
+    count_lines: bool = False,
+    after_context: int = 0,
+    before_context: int = 0,
+    context: int | None = None,
+    globs: tuple[str, ...] = (),
+    color: str = "auto",
+    heading: bool | None = None,
 ) -> None:
     """Scan PATHS (files, directories, .gz/.zst, - for stdin) for failure signatures.
 
@@ -305,8 +391,20 @@ def scan_cmd(
     from .errors import DenpexError
 
     console = _stderr_console(quiet)
+    if count_lines or files_with_matches:
+        # every matching line is a row (exact counts); its text is not shown
+        max_count, max_text = (1 << 62), 1
     try:
-        scanner = _build_scanner(exprs, files, signature_dirs, ignore_case, max_count, max_text)
+        scanner = _build_scanner(
+            exprs,
+            files,
+            signature_dirs,
+            ignore_case,
+            max_count,
+            max_text,
+            fixed=fixed_strings,
+            word=word_regexp,
+        )
     except (DenpexError, OSError) as exc:
         console.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)
@@ -328,6 +426,7 @@ def scan_cmd(
             follow_symlinks=follow,
             progress=on_progress if bar else None,
             binary=binary,
+            globs=globs,
         )
     except KeyboardInterrupt:
         console.print("denpex: interrupted", style="red")
@@ -340,14 +439,47 @@ def scan_cmd(
     if not no_messages:
         for e in result.errors:
             console.print(f"denpex: {e.path}: {e.message}", style="red", markup=False)
-        for warning in _scan_warnings(result, max_count):
-            console.print(f"denpex: {warning}", style="yellow", markup=False)
+        if not (count_lines or files_with_matches):
+            for warning in _scan_warnings(result, max_count):
+                console.print(f"denpex: {warning}", style="yellow", markup=False)
+    from . import scan_output as so
+
+    tty = sys.stdout.isatty()
+    use_color = color == "always" or (color == "auto" and tty)
+    order = list(result.inputs) if getattr(result, "inputs", None) else []
     if output and not quiet:
         _write_table(table, output)
-    elif as_json and not quiet:
-        _print_json(result)
-    elif not quiet:
-        _print_text(table)
+    elif quiet:
+        pass
+    elif files_with_matches:
+        so.write_files_with_matches(sys.stdout, result.counts, order)
+    elif count_lines:
+        so.write_counts(sys.stdout, table, order, single=len(order) == 1)
+    elif as_json:
+        so.write_json(sys.stdout, result, _highlighter(scanner, ignore_case))
+    else:
+        before = before_context or (context or 0)
+        after = after_context or (context or 0)
+        style = so.Style(
+            color=use_color,
+            heading=tty if heading is None else heading,
+            before=before,
+            after=after,
+        )
+        reader = None
+        if before or after:
+            from .io.readback import JobBytes
+
+            reader = JobBytes.from_scan(result)
+        so.write_text(
+            sys.stdout,
+            table,
+            style,
+            _highlighter(scanner, ignore_case) if use_color else None,
+            reader.around if reader is not None else None,
+        )
+        if reader is not None:
+            reader.close()
     if stats:
         _print_stats(console, result)
     matched = table.num_rows > 0
@@ -380,63 +512,10 @@ def _scan_warnings(result: Any, max_count: int) -> list[str]:
     return out
 
 
-def _print_text(table: Any) -> None:
-    out = sys.stdout
-    cols = table.select(["file", "line", "signature", "text"]).to_pydict()
-    write = out.write
-    for f, ln, sig, text in zip(cols["file"], cols["line"], cols["signature"], cols["text"]):
-        write(f"{f}:{ln}:{sig}:{text}\n")
-    out.flush()
+def _highlighter(scanner: Any, caseless: bool) -> Any:
+    from .scan_output import Highlighter
 
-
-def _print_json(result: Any) -> None:
-    from .engine.scanner import MATCH_SCHEMA
-
-    out = sys.stdout
-    schema = MATCH_SCHEMA.metadata[b"denpex.schema"].decode()
-    current = None
-    for row in result.table.select(
-        ["file", "line", "offset", "match_end", "signature", "text"]
-    ).to_pylist():
-        if row["file"] != current:
-            if current is not None:
-                out.write(json.dumps({"type": "end", "data": {"path": current}}) + "\n")
-            current = row["file"]
-            out.write(json.dumps({"type": "begin", "data": {"path": current}}) + "\n")
-        out.write(
-            json.dumps(
-                {
-                    "type": "match",
-                    "schema_version": schema,
-                    "data": {
-                        "path": row["file"],
-                        "line_number": row["line"],
-                        "absolute_offset": row["offset"],
-                        "match_end": row["match_end"],
-                        "signature": row["signature"],
-                        "text": row["text"],
-                    },
-                }
-            )
-            + "\n"
-        )
-    if current is not None:
-        out.write(json.dumps({"type": "end", "data": {"path": current}}) + "\n")
-    out.write(
-        json.dumps(
-            {
-                "type": "summary",
-                "data": {
-                    "stats": result.stats,
-                    "errors": [e.to_dict() for e in result.errors],
-                    "skipped": [e.to_dict() for e in result.skipped],
-                    "counts": result.counts.to_pylist(),
-                },
-            }
-        )
-        + "\n"
-    )
-    out.flush()
+    return Highlighter(scanner.patterns, caseless)
 
 
 def _print_stats(console: Any, result: Any) -> None:

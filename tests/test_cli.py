@@ -67,6 +67,13 @@ def test_json_lines(log: Path) -> None:
     m = msgs[1]["data"]
     assert (m["line_number"], m["absolute_offset"], m["signature"]) == (2, 3, "oom")
     assert msgs[-1]["data"]["counts"][0]["lines"] == 1
+    # shaped like rg --json: path.text, lines.text, submatches with byte offsets
+    assert msgs[0]["data"]["path"] == {"text": str(log)} == m["path"]
+    line = m["lines"]["text"]
+    assert line == "[rank2]: CUDA out of memory. Tried\n"
+    (sub,) = m["submatches"]
+    assert sub["match"]["text"] == "CUDA out of memory"
+    assert line.encode()[sub["start"] : sub["end"]] == b"CUDA out of memory"
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".arrow", ".csv"])
@@ -174,3 +181,78 @@ def test_scan_warns_with_the_exact_count_when_max_count_hides_rows(tmp_path: Pat
     assert "not shown" not in r.stderr
     r = run("scan", str(p), "-e", "s=step", "-m", "10", "--no-messages")
     assert "not shown" not in r.stderr
+
+
+@pytest.fixture
+def ctx_log(tmp_path: Path) -> Path:
+    p = tmp_path / "ctx.log"
+    lines = ["a", "b", "RuntimeError: boom", "c", "d", "e", "f", "NCCL WARN x", "g"]
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_context_lines_like_ripgrep(ctx_log: Path) -> None:
+    r = run("scan", str(ctx_log), "-e", "err=RuntimeError", "-e", "warn=NCCL WARN", "-C", "1")
+    p = str(ctx_log)
+    assert r.stdout.splitlines() == [
+        f"{p}-2-b",
+        f"{p}:3:err:RuntimeError: boom",
+        f"{p}-4-c",
+        "--",
+        f"{p}-7-f",
+        f"{p}:8:warn:NCCL WARN x",
+        f"{p}-9-g",
+    ]
+    # -A only, and context that touches the next match is not printed twice
+    r = run("scan", str(ctx_log), "-e", "err=RuntimeError", "-e", "c=^c$", "-A", "2")
+    assert r.stdout.splitlines() == [
+        f"{p}:3:err:RuntimeError: boom",
+        f"{p}:4:c:c",
+        f"{p}-5-d",
+        f"{p}-6-e",
+    ]
+
+
+def test_count_and_files_with_matches(ctx_log: Path, tmp_path: Path) -> None:
+    other = tmp_path / "none.log"
+    other.write_text("nothing here\n")
+    many = tmp_path / "many.log"
+    many.write_text("boom boom\n" * 50)
+    args = ["-e", "a=boom", "-e", "b=boom boom"]  # one line, two signatures: counted once
+    r = run("scan", str(ctx_log), str(other), str(many), *args, "-c", "-m", "1")
+    assert r.stdout.splitlines() == [f"{ctx_log}:1", f"{many}:50"]  # exact despite -m 1
+    r = run("scan", str(many), *args, "-c")
+    assert r.stdout == "50\n"  # one input: just the number, as rg
+    r = run("scan", str(ctx_log), str(other), str(many), *args, "-l")
+    assert r.stdout.splitlines() == [str(ctx_log), str(many)]
+
+
+def test_fixed_strings_and_word_regexp(tmp_path: Path) -> None:
+    p = tmp_path / "f.log"
+    p.write_text("loss is nan (1+1)\nmemory error\nmemoryless\n")
+    assert run("scan", str(p), "-e", "x=(1+1)").exit_code == 1  # a regex: + repeats the 1
+    r = run("scan", str(p), "-F", "-e", "x=(1+1)")
+    assert r.stdout.splitlines() == [f"{p}:1:x:loss is nan (1+1)"]
+    r = run("scan", str(p), "-w", "-e", "m=memory")
+    assert r.stdout.splitlines() == [f"{p}:2:m:memory error"]
+
+
+def test_glob_filters_files_found_in_directories(tmp_path: Path) -> None:
+    for name in ("rank0.log", "rank1.log", "notes.txt"):
+        (tmp_path / name).write_text("CUDA out of memory\n")
+    r = run("scan", str(tmp_path), "-e", "oom=out of memory", "-l", "-g", "*.log", "-g", "!rank1*")
+    assert r.stdout.splitlines() == [str(tmp_path / "rank0.log")]
+    # a file named on the command line is always read
+    r = run("scan", str(tmp_path / "notes.txt"), "-e", "oom=out of memory", "-l", "-g", "*.log")
+    assert r.stdout.splitlines() == [str(tmp_path / "notes.txt")]
+
+
+def test_color_heading_and_highlight(ctx_log: Path) -> None:
+    r = run("scan", str(ctx_log), "-e", "err=boom", "--color", "always", "--heading")
+    assert r.stdout.splitlines() == [
+        f"\x1b[35m{ctx_log}\x1b[0m",
+        "\x1b[32m3\x1b[0m:err:RuntimeError: \x1b[1;31mboom\x1b[0m",
+    ]
+    r = run("scan", str(ctx_log), "-e", "err=boom", "--color", "never")
+    assert "\x1b" not in r.stdout  # and never when piped (the default, auto)
+    assert "\x1b" not in run("scan", str(ctx_log), "-e", "err=boom").stdout

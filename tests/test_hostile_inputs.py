@@ -241,7 +241,7 @@ def test_issue_reproduction_bit_flipped_zstd_at_one_megabyte(tmp_path: Path) -> 
     lines = [json.loads(x) for x in cli.stdout.splitlines()]
     summary = lines[-1]["data"]
     assert [(e["path"], e["kind"]) for e in summary["errors"]] == [(str(bad), "corrupt")]
-    paths = {x["data"]["path"] for x in lines if x["type"] == "match"}
+    paths = {x["data"]["path"]["text"] for x in lines if x["type"] == "match"}
     assert paths == {str(bad), str(good)}  # rows before the damage, and the other file
     d = dx.diagnose([str(bad), str(good)])
     assert {e["path"]: e["kind"] for e in d.errors} == {str(bad): "corrupt"}

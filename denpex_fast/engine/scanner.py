@@ -385,6 +385,11 @@ class Scanner:
             self._local.scratch = s
         return s
 
+    @property
+    def patterns(self) -> dict[str, list[str]]:
+        """signature id -> its Hyperscan expressions (a copy)."""
+        return {k: list(v) for k, v in self._patterns.items()}
+
     # -- public scanning API ---------------------------------------------
     def scan(self, paths: Iterable[Any] | str | os.PathLike[str], **kwargs: Any) -> pa.Table:
         """Scan files/directories (``-`` = stdin) into the match table.
@@ -412,6 +417,7 @@ class Scanner:
         progress: ProgressFn | None = None,
         cancel: _native.CancelFlag | None = None,
         binary: bool = False,
+        globs: Sequence[str] = (),
     ) -> ScanResult:
         """Scan and return a :class:`ScanResult` (table, errors, counts, stats).
 
@@ -427,7 +433,9 @@ class Scanner:
         the calling thread; ``cancel``: a :class:`CancelFlag` that stops the
         scan (rows found so far are returned with ``cancelled`` errors);
         ``binary``: scan binary files too instead of skipping them (they are
-        listed in ``ScanResult.skipped`` and counted in ``stats["skipped"]``).
+        listed in ``ScanResult.skipped`` and counted in ``stats["skipped"]``);
+        ``globs``: ripgrep-style ``GLOB`` / ``!GLOB`` filters on the files found
+        inside directories (:func:`denpex_fast.io.sources.glob_filter`).
         """
         if errors not in ("raise", "collect"):
             raise ValueError("errors must be 'raise' or 'collect'")
@@ -447,6 +455,7 @@ class Scanner:
             max_decompressed=max_decompressed,
             max_ratio=max_ratio,
             binary=binary,
+            globs=globs,
         ):
             batches.append(batch)
             if len(batches) >= COALESCE_BATCHES:
@@ -658,10 +667,11 @@ class Scanner:
         max_decompressed: int | None = None,
         max_ratio: float | None = None,
         binary: bool = False,
+        globs: Sequence[str] = (),
     ) -> Iterator[pa.RecordBatch]:
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
-        found, errors = resolve_inputs(paths, follow_symlinks=follow_symlinks)
+        found, errors = resolve_inputs(paths, follow_symlinks=follow_symlinks, globs=globs)
         sink.errors.extend(errors)
         inputs = []
         for inp in found:

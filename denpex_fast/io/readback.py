@@ -220,6 +220,30 @@ class JobBytes:
         text = data.rsplit(b"\n", 1)[-1]
         return last_nl_before + 1, text.decode("utf-8", "replace")
 
+    def around(
+        self, label: str, line: int, offset: int, before: int, after: int
+    ) -> list[tuple[int, str]]:
+        """(line number, text) of up to ``before`` lines before line ``line`` (which
+        starts at byte ``offset``), that line and up to ``after`` lines after it;
+        each side is read from at most :data:`AROUND_BYTES` bytes."""
+        start = max(0, offset - AROUND_BYTES)
+        buf = self.read(label, start, offset - start + AROUND_BYTES)
+        if buf is None:
+            return []
+        pre = buf[: offset - start].split(b"\n")
+        if start > 0:
+            pre = pre[1:]  # the first piece may be a partial line
+        pre = pre[:-1] if pre and pre[-1] == b"" else pre
+        post = buf[offset - start :].split(b"\n")
+        if len(buf) == offset - start + AROUND_BYTES:
+            post = post[:-1]  # the last piece may be a partial line
+        elif post and post[-1] == b"":
+            post = post[:-1]  # the file's final newline ends the last line
+        kept = pre[-before:] if before > 0 else []
+        out = [(line - len(kept) + k, x) for k, x in enumerate(kept)]
+        out += [(line + k, x) for k, x in enumerate(post[: after + 1])]
+        return [(n, x.decode("utf-8", "replace").rstrip("\r")) for n, x in out]
+
     # -- internals ---------------------------------------------------------
 
     @staticmethod
@@ -303,17 +327,4 @@ def lines_around(d: Any, before: int = 6, after: int = 6) -> list[tuple[int, str
         from .readback import JobBytes
 
         reader = JobBytes()
-    start = max(0, offset - AROUND_BYTES)
-    buf = reader.read(i.file, start, offset - start + AROUND_BYTES)
-    if buf is None:
-        return []
-    pre = buf[: offset - start].split(b"\n")
-    if start > 0:
-        pre = pre[1:]  # the first piece may be a partial line
-    pre = pre[:-1] if pre and pre[-1] == b"" else pre
-    post = buf[offset - start :].split(b"\n")
-    if len(buf) == offset - start + AROUND_BYTES:
-        post = post[:-1]  # the last piece may be a partial line
-    out = [(i.line - len(pre[-before:]) + k, x) for k, x in enumerate(pre[-before:])]
-    out += [(i.line + k, x) for k, x in enumerate(post[: after + 1])]
-    return [(n, x.decode("utf-8", "replace").rstrip("\r")) for n, x in out]
+    return reader.around(i.file, i.line, offset, before, after)

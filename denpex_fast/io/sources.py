@@ -54,11 +54,12 @@ bombs, binary files, shrinking files).
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -326,10 +327,41 @@ def _classify(path: bytes, st: os.stat_result) -> Input | FileError:
     return Input(name, path, kind, st.st_size, binary, wrong_magic(name, head))
 
 
+def glob_filter(globs: Sequence[str]) -> Callable[[bytes], bool] | None:
+    """ripgrep-style ``-g`` globs as a predicate on a walked file's path.
+
+    ``GLOB`` includes, ``!GLOB`` excludes; a glob without ``/`` matches the
+    file name, one with ``/`` the whole path; the last matching glob decides,
+    and when any include glob is given a file no glob matches is left out.
+    """
+    if not globs:
+        return None
+    rules = [(g[1:], False) if g.startswith("!") else (g, True) for g in globs]
+    any_include = any(inc for _, inc in rules)
+
+    def keep(path: bytes) -> bool:
+        text = os.fsdecode(path)
+        base = os.path.basename(text)
+        verdict = None
+        for pattern, include in rules:
+            if fnmatch.fnmatchcase(text if "/" in pattern else base, pattern):
+                verdict = include
+        return verdict if verdict is not None else not any_include
+
+    return keep
+
+
 def resolve_inputs(
-    paths: Iterable[str | bytes | os.PathLike[Any]], *, follow_symlinks: bool = False
+    paths: Iterable[str | bytes | os.PathLike[Any]],
+    *,
+    follow_symlinks: bool = False,
+    globs: Sequence[str] = (),
 ) -> tuple[list[Input], list[FileError]]:
-    """Expand user paths into inputs (in order) and errors for the unusable ones."""
+    """Expand user paths into inputs (in order) and errors for the unusable ones.
+
+    ``globs`` (see :func:`glob_filter`) choose among the files found inside
+    directories; paths named explicitly are always read."""
+    keep = glob_filter(globs)
     inputs: list[Input] = []
     errors: list[FileError] = []
     for raw in paths:
@@ -343,14 +375,20 @@ def resolve_inputs(
             errors.append(file_error_from_os(display_name(path), exc))
             continue
         if stat.S_ISDIR(st.st_mode):
-            _walk(path, inputs, errors, follow_symlinks)
+            _walk(path, inputs, errors, follow_symlinks, keep)
             continue
         item = _classify(path, st)
         (inputs if isinstance(item, Input) else errors).append(item)  # type: ignore[arg-type]
     return inputs, errors
 
 
-def _walk(root: bytes, inputs: list[Input], errors: list[FileError], follow: bool) -> None:
+def _walk(
+    root: bytes,
+    inputs: list[Input],
+    errors: list[FileError],
+    follow: bool,
+    keep: Callable[[bytes], bool] | None = None,
+) -> None:
     seen: set[tuple[int, int]] = set()
 
     def onerror(exc: OSError) -> None:
@@ -366,6 +404,8 @@ def _walk(root: bytes, inputs: list[Input], errors: list[FileError], follow: boo
         dirnames.sort()
         for fn in sorted(filenames):
             full = os.path.join(dirpath, fn)
+            if keep is not None and not keep(full):
+                continue
             try:
                 st = os.stat(full) if follow else os.lstat(full)
             except OSError as exc:
