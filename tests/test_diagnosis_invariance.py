@@ -27,6 +27,7 @@ SAMPLE = [
     "014-ckpt-readonly-fs",
     "019-mn-shape-mismatch-forward",
     "023-ds-zero2-batch-config",
+    "040-dsl-sigkill",  # the launcher line's printed rank is not the failed one
 ]
 _TS = re.compile(r"^((?:\[(?:default|rank)\d+\]:)*)\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d+ ")
 
@@ -104,3 +105,12 @@ def test_reinterleaved_streams(tmp_path: Path) -> None:
                 os.unlink(out)
             os.rename(both, f)
     assert _answer([str(p) for p in (tmp_path / "job").rglob("*") if p.is_file()]) == ref
+
+
+def test_the_named_line_carries_the_rank_the_ranking_chose() -> None:
+    # DeepSpeed's launcher prints the last spawned rank's command line
+    # (--local_rank=3) whichever rank failed; the rank comes from the one rank
+    # whose own output has no error, by path or by label alike
+    d = dx.diagnose(log_files(CASES / "040-dsl-sigkill"))
+    assert d.initiating is not None and d.initiating.rank == d.suspect_rank == 1
+    assert d.to_dict()["initiating"]["rank"] == 1

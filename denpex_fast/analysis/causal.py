@@ -47,7 +47,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -614,6 +614,11 @@ def rank_events(
     p_top = float(probs[order[0]])
     virtual_why = top.extra.get("virtual")
     first = top.head
+    if first is not None and top.rank != first.rank:
+        # the incident knows the rank better than its line: the process table
+        # (a pid the launcher spawned), or a launcher line whose printed rank
+        # is not the failed one (None when nothing singles a rank out)
+        first = replace(first, rank=top.rank)
     verdict = "failure" if p_top >= model.threshold and not virtual_why else "suspect"
     reasons = _evidence(top, first, virtual_why, X[order[0]], model)
     tie = [
@@ -649,7 +654,7 @@ def rank_events(
         reasons + clock,
         verdict,
         suspect_rank=top.rank,
-        candidates=_dedupe(o for o in others if o is not first),
+        candidates=_dedupe(o for o in others if o is not top.head),
         indistinguishable=tie,
         skew=skew,
         events=events,
