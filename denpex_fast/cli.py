@@ -24,6 +24,35 @@ import click
 EXIT_MATCH, EXIT_NONE, EXIT_ERROR = 0, 1, 2
 
 
+class _NoPandas:
+    """A meta-path entry that refuses ``import pandas``.
+
+    pyarrow imports pandas (about 0.15 s) the first time it converts a Python
+    object, only to recognise pandas inputs; ``denpex scan`` never hands it
+    any, so while the command runs pandas is reported missing and pyarrow takes
+    its no-pandas path (it supports running without pandas).  Library users
+    are not affected: only the command's own process does this, and only when
+    pandas was not imported yet."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("pandas is not used by this command")
+        return None
+
+
+@contextlib.contextmanager
+def _without_pandas() -> Any:
+    if "pandas" in sys.modules or os.environ.get("DENPEX_ALLOW_PANDAS"):
+        yield
+        return
+    blocker = _NoPandas()
+    sys.meta_path.insert(0, blocker)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(blocker)
+
+
 def _stderr_console(quiet: bool = False) -> Any:
     from rich.console import Console
 
@@ -203,8 +232,11 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="denpex_fast")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Index and diagnose distributed-training failure logs."""
+    if ctx.invoked_subcommand in ("scan", "diagnose", "demo"):
+        ctx.with_resource(_without_pandas())
 
 
 @main.command("scan")

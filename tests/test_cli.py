@@ -256,3 +256,29 @@ def test_color_heading_and_highlight(ctx_log: Path) -> None:
     r = run("scan", str(ctx_log), "-e", "err=boom", "--color", "never")
     assert "\x1b" not in r.stdout  # and never when piped (the default, auto)
     assert "\x1b" not in run("scan", str(ctx_log), "-e", "err=boom").stdout
+
+
+def test_scan_and_diagnose_do_not_import_pandas(log: Path) -> None:
+    # pyarrow would import pandas (~0.15 s of start-up) on its first Python
+    # conversion; the commands keep it out, and pandas still imports afterwards
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from denpex_fast.cli import main\n"
+        "for args in (['scan', sys.argv[1], '-e', 'oom=out of memory'], ['diagnose', sys.argv[1]]):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "    assert 'pandas' not in sys.modules, args\n"
+        "import pandas\n"
+        "import pyarrow as pa\n"
+        "print(pa.table({'a': [1]}).to_pandas().shape)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("(1, 1)")

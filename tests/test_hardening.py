@@ -373,7 +373,7 @@ def test_newline_and_invalid_utf8_names_round_trip(make_scanner, tmp_path: Path)
         catch_exceptions=False,
     )
     msgs = [json.loads(x) for x in r.stdout.splitlines()]
-    assert {m["data"]["path"] for m in msgs if m["type"] == "match"} == expected
+    assert {m["data"]["path"]["text"] for m in msgs if m["type"] == "match"} == expected
 
 
 def test_error_path_of_awkward_name_is_escaped(make_scanner, tmp_path: Path) -> None:
