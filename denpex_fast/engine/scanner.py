@@ -227,10 +227,12 @@ class _FileState:
     __slots__ = ("line_base", "kept", "counts", "error", "text_dropped")
 
     def __init__(self, n_sigs: int) -> None:
+        # the per-signature arrays come from the first task (most files have
+        # one): allocating them up front costs more than a small file's scan
         self.line_base = 0
         self.text_dropped = 0
-        self.kept = np.zeros(n_sigs, np.int64)
-        self.counts = np.zeros(n_sigs, np.uint64)
+        self.kept: np.ndarray | None = None
+        self.counts: np.ndarray | None = None
         self.error: FileError | None = None
 
 
@@ -634,7 +636,7 @@ class Scanner:
         sig_arr = pa.DictionaryArray.from_arrays(cols["sig"], self._sig_dictionary)
         null = [
             pa.nulls(n, pa.int32()),
-            pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([], pa.string())),
+            pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), _NO_HOSTS),
             pa.nulls(n, pa.timestamp("us", tz="UTC")),
         ]
         batch = pa.RecordBatch.from_arrays(
@@ -928,7 +930,7 @@ class Scanner:
         if done.task.is_range and st.line_base:
             res.line_view()[:] += np.uint64(st.line_base)
         st.line_base += done.newlines
-        st.counts += done.counts
+        st.counts = done.counts if st.counts is None else st.counts + done.counts
         st.text_dropped += res.text_dropped
         if done.error is not None and st.error is None:
             st.error = done.error
@@ -936,15 +938,20 @@ class Scanner:
             return None
         mask = None
         sig = np.frombuffer(_native.ffi.buffer(res._ptr.sig, 4 * res.n_rows), np.uint32)
-        per_sig = np.bincount(sig, minlength=len(st.kept))
+        n_sigs = len(done.counts)
+        per_sig = np.bincount(sig, minlength=n_sigs)
         cap = self.options.max_rows_per_sig
         # a stream's tally caps in C; ranges of one file each cap alone, so
         # their union is capped here
-        if done.task.is_range and np.any(st.kept + per_sig > cap):
+        if st.kept is not None and np.any(st.kept + per_sig > cap):
             mask = _cap_mask(sig, st.kept, cap)
-            per_sig = np.bincount(sig[mask], minlength=len(st.kept))
-        st.kept += per_sig
+            per_sig = np.bincount(sig[mask], minlength=n_sigs)
+        st.kept = per_sig.astype(np.int64) if st.kept is None else st.kept + per_sig
         return self._batch(res, names, mask)
+
+
+# the (empty) dictionary of the host column before attribution
+_NO_HOSTS = pa.array([], pa.string())
 
 
 def _cap_mask(sig: np.ndarray, already: np.ndarray, cap: int) -> np.ndarray:
@@ -997,10 +1004,14 @@ class _Collector:
 
     def add_file(self, idx: int, st: _FileState) -> None:
         self.text_dropped += st.text_dropped
-        nz = np.flatnonzero(st.counts)
+        if st.counts is None:
+            nz = np.zeros(0, np.int64)
+        else:
+            nz = np.flatnonzero(st.counts)
         if len(nz):
+            kept = st.kept if st.kept is not None else np.zeros(len(st.counts), np.int64)
             self._counts.append(
-                (idx, nz.astype(np.int32), st.counts[nz], st.kept[nz].astype(np.uint64))
+                (idx, nz.astype(np.int32), st.counts[nz], kept[nz].astype(np.uint64))
             )
         if st.error is not None and st.error.kind == "binary":
             self.skipped.append(st.error)
