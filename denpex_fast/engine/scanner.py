@@ -1004,15 +1004,11 @@ class _Collector:
 
     def add_file(self, idx: int, st: _FileState) -> None:
         self.text_dropped += st.text_dropped
-        if st.counts is None:
-            nz = np.zeros(0, np.int64)
-        else:
-            nz = np.flatnonzero(st.counts)
-        if len(nz):
-            kept = st.kept if st.kept is not None else np.zeros(len(st.counts), np.int64)
-            self._counts.append(
-                (idx, nz.astype(np.int32), st.counts[nz], kept[nz].astype(np.uint64))
-            )
+        counts = st.counts
+        nz = np.flatnonzero(counts) if counts is not None else np.zeros(0, np.int64)
+        if counts is not None and len(nz):
+            kept = st.kept if st.kept is not None else np.zeros(len(counts), np.int64)
+            self._counts.append((idx, nz.astype(np.int32), counts[nz], kept[nz].astype(np.uint64)))
         if st.error is not None and st.error.kind == "binary":
             self.skipped.append(st.error)
             self._streams_skipped += 1
