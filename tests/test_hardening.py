@@ -697,3 +697,34 @@ def test_flood_across_signatures_and_files_streams_in_bounded_memory(tmp_path: P
     per_values, grown = rest[0].rsplit(" ", 1)
     assert int(rows) == 6000 and int(groups) == 6 and per_values == "{1000}"
     assert int(grown) < 100 * MiB, grown
+
+
+@pytest.mark.timeout(120)
+def test_a_backtracking_fields_regex_cannot_hang_the_diagnosis(tmp_path: Path) -> None:
+    # ((?:a|a)+)$ takes exponential time in a backtracking engine on a line of
+    # a's ending in b; fields run on RE2, in time linear in the line
+    from test_signature_loader import entry, write
+
+    kb_file = write(
+        tmp_path / "bt.toml",
+        [entry("demo-bt", patterns=["DemoFailureMarker"], fields={"run": "((?:a|a)+)$"})],
+    )
+    log = tmp_path / "job.log"
+    log.write_text("DemoFailureMarker " + "a" * 40 + "b\n" + "DemoFailureMarker aaaa\n")
+    from denpex_fast.analysis.diagnosis import diagnose_table
+
+    kb = dx.load_signatures([kb_file], builtin=False)
+    t0 = time.monotonic()
+    table = dx.Scanner(kb, cache_dir=False).scan([str(log)])
+    d = diagnose_table(table, signatures=kb)
+    assert time.monotonic() - t0 < 30
+    assert d.initiating is not None and d.initiating.signature == "demo-bt"
+    assert kb["demo-bt"].extract_fields("DemoFailureMarker aaaa") == {"run": "aaaa"}
+
+
+def test_a_fields_regex_re2_cannot_run_is_refused_at_load(tmp_path: Path) -> None:
+    from test_signature_loader import entry, write
+
+    kb_file = write(tmp_path / "br.toml", [entry("demo-br", fields={"twice": r"(\w)\1"})])
+    with pytest.raises(dx.SignatureError, match=r"demo-br.*fields\.twice.*RE2"):
+        dx.load_signatures([kb_file], builtin=False)

@@ -235,19 +235,20 @@ def _role(kb: Any, sig_id: str) -> str:
 def build_events(table: pa.Table, kb: Any) -> list[Event]:
     """Events for every row of ``table`` whose signature the knowledge base knows.
 
-    Field extraction runs only on rows whose signature declares fields.
+    Fields are extracted per signature over all its rows at once, on RE2
+    (:func:`denpex_fast.kb.signatures.field_values`), and only for
+    signatures that declare fields.
     """
     cols = table.select(["file", "line", "signature", "text", "rank", "host", "ts"]).to_pydict()
+    fields_of = _row_fields(table, kb)
     events: list[Event] = []
     for i, sig_id in enumerate(cols["signature"]):
         try:
             sig = kb[sig_id]
         except KeyError:
             role, severity, phase = "context", "info", ""
-            fields: dict[str, str] = {}
         else:
             role, severity, phase = sig.role, sig.severity, sig.phase
-            fields = sig.extract_fields(cols["text"][i]) if sig.fields else {}
         events.append(
             Event(
                 i,
@@ -261,10 +262,44 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
                 cols["rank"][i],
                 cols["host"][i],
                 cols["ts"][i],
-                fields,
+                fields_of.get(i, {}),
             )
         )
     return events
+
+
+def _row_fields(table: pa.Table, kb: Any) -> dict[int, dict[str, str]]:
+    """row -> {field: value} for the rows whose signature declares fields."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from ..kb.signatures import field_values
+
+    out: dict[int, dict[str, str]] = {}
+    if not table.num_rows:
+        return out
+    sig_col = table.column("signature").combine_chunks()
+    if not pa.types.is_dictionary(sig_col.type):
+        sig_col = pc.dictionary_encode(sig_col)
+    codes = sig_col.indices.to_numpy(zero_copy_only=False)
+    texts = table.column("text").combine_chunks()
+    for code, sig_id in enumerate(sig_col.dictionary.to_pylist()):
+        try:
+            sig = kb[sig_id]
+        except KeyError:
+            continue
+        if not sig.fields:
+            continue
+        rows = np.flatnonzero(codes == code)
+        if not len(rows):
+            continue
+        sub = texts.take(pa.array(rows))
+        values = {name: field_values(sub, expr).to_pylist() for name, expr in sig.fields.items()}
+        for k, row in enumerate(rows.tolist()):
+            found = {name: v[k] for name, v in values.items() if v[k] is not None}
+            if found:
+                out[row] = found
+    return out
 
 
 def estimate_skew(events: Sequence[Event]) -> Skew:

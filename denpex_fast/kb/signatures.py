@@ -156,6 +156,62 @@ _FRAMEWORK_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*\Z")
 _FIELD_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _URL_RE = re.compile(r"https?://\S+\Z")
 
+
+def field_pattern(expr: str) -> str:
+    """``expr`` (one capture group, Python syntax) with that group named ``v``
+    and written for RE2, which pyarrow's regex kernels run in linear time."""
+    out: list[str] = []
+    i, n, in_class = 0, len(expr), False
+    while i < n:
+        c = expr[i]
+        if c == "\\" and i + 1 < n:
+            out.append(expr[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            out.append(c)
+        elif c == "[":
+            in_class = True
+            out.append(c)
+            if expr[i + 1 : i + 2] == "^":
+                out.append("^")
+                i += 1
+            if expr[i + 1 : i + 2] == "]":  # a leading ] is a literal
+                out.append("]")
+                i += 1
+        elif c == "(" and expr[i + 1 : i + 2] != "?":
+            out.append("(?P<v>")
+        elif c == "(" and expr.startswith("(?P<", i):
+            out.append("(?P<v>")
+            i = expr.index(">", i)
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def field_values(texts: Any, expr: str) -> Any:
+    """The ``fields`` regex ``expr`` applied to a string array: the captured text
+    per element (null where it does not match), on RE2."""
+    import pyarrow.compute as pc
+
+    return pc.struct_field(pc.extract_regex(texts, field_pattern(expr)), "v")
+
+
+def re2_problem(expr: str) -> str | None:
+    """Why RE2 refuses a ``fields`` regex (backreferences, lookaround), or None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        pc.extract_regex(pa.array([""], pa.string()), field_pattern(expr))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        return f"RE2 (the linear-time engine fields run on) refuses {expr!r}: {exc}"
+    return None
+
+
 StrPath: TypeAlias = "str | os.PathLike[str]"
 
 
@@ -198,13 +254,17 @@ class Signature:
         """Apply this entry's ``fields`` regexes to one matched line.
 
         Returns ``{name: captured text}`` for every field whose regex found
-        something; fields that do not occur in ``text`` are left out.
+        something; fields that do not occur in ``text`` are left out.  The
+        regexes run on RE2 (linear time: no pattern can backtrack for ever).
         """
+        import pyarrow as pa
+
+        texts = pa.array([text], pa.string())
         found: dict[str, str] = {}
         for name, expr in self.fields.items():
-            m = re.search(expr, text)  # re caches compiled expressions
-            if m is not None and m.group(1) is not None:
-                found[name] = m.group(1)
+            value = field_values(texts, expr)[0].as_py()
+            if value is not None:
+                found[name] = value
         return found
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -424,6 +484,9 @@ def _fields(raw: Mapping[str, Any], where: str) -> Mapping[str, str]:
             raise _entry_error(
                 where, key, f"needs exactly 1 capture group, found {compiled.groups}"
             )
+        problem = re2_problem(expr)
+        if problem:
+            raise _entry_error(where, key, problem)
         out[name] = expr
     return MappingProxyType(out)
 
