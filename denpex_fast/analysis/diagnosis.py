@@ -54,7 +54,7 @@ SIGNALS = {
     15: "SIGTERM",
 }
 #: context rows kept per (file, signature) run before attribution, at each end
-PRE_ATTRIBUTION_CONTEXT_ROWS = 256
+PRE_ATTRIBUTION_CONTEXT_ROWS = 32
 
 #: the closed set of verdicts (``denpex.diagnosis/1``)
 VERDICTS = ("failure", "suspect", "stopped", "incomplete", "no-failure-found")
