@@ -218,6 +218,14 @@ int dx_tset_add(dx_tset *t, uint64_t h) {
     return 1;
 }
 
+int dx_tset_merge(dx_tset *dst, const dx_tset *src) {
+    if (!dst || !src) return DX_ERR_ARG;
+    for (uint64_t k = 0; k < src->cap; k++) {
+        if (src->slots[k] && dx_tset_add(dst, src->slots[k]) < 0) return DX_ERR_NOMEM;
+    }
+    return DX_OK;
+}
+
 int dx_tset_add_lines(dx_tset *t, const char *data, uint64_t length) {
     uint64_t p = 0;
     while (p < length) {

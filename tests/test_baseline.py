@@ -74,3 +74,26 @@ def test_real_failed_run_against_its_healthy_control() -> None:
     # the healthy control never printed a traceback; every divergence here is failure output
     assert any("Traceback" in x for x in texts)
     assert not any("step=" in x and "loss" in x for x in texts)
+
+
+def test_parallel_and_serial_baselines_agree(tmp_path: Path) -> None:
+    from denpex_fast.analysis.baseline import first_divergence, template_set
+
+    healthy, failed = tmp_path / "healthy", tmp_path / "failed"
+    healthy.mkdir()
+    failed.mkdir()
+    for r in range(6):
+        (healthy / f"rank{r}.log").write_text(
+            "".join(f"step {i} loss {i * 0.5} rank {r}\n" for i in range(2000))
+        )
+        odd = f"rank {r} saw something new {r}\n" if r % 2 else ""
+        (failed / f"rank{r}.log").write_text(
+            "".join(f"step {i} loss {i * 0.25} rank {r}\n" for i in range(1000)) + odd
+        )
+    one = template_set([str(healthy)], threads=1)
+    many = template_set([str(healthy)], threads=4)
+    assert len(one) == len(many) > 0
+    serial = first_divergence([str(failed)], [str(healthy)], threads=1)
+    parallel = first_divergence([str(failed)], [str(healthy)], threads=4)
+    assert serial.equals(parallel)
+    assert parallel.column("line").to_pylist() == [1001, 1001, 1001]

@@ -14,7 +14,9 @@ what remains is what the job *did* differently::
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -76,47 +78,99 @@ def _chunks(inp: Input, errors: list[FileError]) -> Iterator[tuple[bytearray, in
         reader.close()
 
 
-def template_set(paths: Any, errors: list[FileError] | None = None) -> _native.TemplateSet:
-    """The templates of every line of ``paths`` (a healthy run)."""
+def _threads(n_inputs: int, threads: int | None) -> int:
+    return max(1, min(n_inputs, threads or os.cpu_count() or 1))
+
+
+def template_set(
+    paths: Any, errors: list[FileError] | None = None, *, threads: int | None = None
+) -> _native.TemplateSet:
+    """The templates of every line of ``paths`` (a healthy run), its files read
+    in parallel (one set per thread, merged; the C calls release the GIL)."""
     errs = errors if errors is not None else []
     inputs, bad = resolve_inputs([paths] if isinstance(paths, str) else paths)
     errs.extend(bad)
-    known = _native.TemplateSet()
-    for inp in inputs:
-        for buf, length, _ in _chunks(inp, errs):
-            known.add_lines(buf, length)
+    n = _threads(len(inputs), threads)
+
+    def build(part: list[Input]) -> tuple[_native.TemplateSet, list[FileError]]:
+        own = _native.TemplateSet()
+        own_errs: list[FileError] = []
+        for inp in part:
+            for buf, length, _ in _chunks(inp, own_errs):
+                own.add_lines(buf, length)
+        return own, own_errs
+
+    parts = [inputs[k::n] for k in range(n)]
+    if n == 1:
+        results = [build(inputs)]
+    else:
+        with ThreadPoolExecutor(n, thread_name_prefix="denpex-baseline") as pool:
+            results = list(pool.map(build, parts))
+    known = results[0][0]
+    for other, _ in results[1:]:
+        known.merge(other)
+    for _, part_errs in results:
+        errs.extend(part_errs)
     return known
 
 
 def first_divergence(
-    paths: Any, baseline: Any, *, per_file: int = 20, errors: list[FileError] | None = None
+    paths: Any,
+    baseline: Any,
+    *,
+    per_file: int = 20,
+    errors: list[FileError] | None = None,
+    threads: int | None = None,
 ) -> pa.Table:
     """Per file of ``paths``, the first ``per_file`` lines whose template the
-    baseline (paths of a healthy run, or a template set) never printed."""
+    baseline (paths of a healthy run, or a template set) never printed; the
+    files are read in parallel on ``threads`` threads (default: all cores)."""
     errs = errors if errors is not None else []
-    known = baseline if isinstance(baseline, _native.TemplateSet) else template_set(baseline, errs)
+    known = (
+        baseline
+        if isinstance(baseline, _native.TemplateSet)
+        else template_set(baseline, errs, threads=threads)
+    )
     inputs, bad = resolve_inputs([paths] if isinstance(paths, str) else paths)
     errs.extend(bad)
+    n = _threads(len(inputs), threads)
+    if n == 1:
+        per_input = [_divergence(inp, known, per_file) for inp in inputs]
+    else:  # `known` is only read; each file has its own `seen`
+        with ThreadPoolExecutor(n, thread_name_prefix="denpex-baseline") as pool:
+            per_input = list(pool.map(lambda inp: _divergence(inp, known, per_file), inputs))
     rows: dict[str, list[Any]] = {"file": [], "line": [], "offset": [], "text": []}
-    for inp in inputs:
-        seen = _native.TemplateSet()
-        line_base = 0
-        found = 0
-        for buf, length, base in _chunks(inp, errs):
-            lines, offsets, _, nl = known.new_lines(
-                seen, buf, length, base_offset=base, base_line=line_base, cap=per_file - found
-            )
-            for ln, off in zip(lines.tolist(), offsets.tolist()):
-                start = off - base
-                end = buf.find(b"\n", start, length)
-                end = length if end < 0 else end
-                text = bytes(buf[start : min(end, start + MAX_TEXT)]).rstrip(b"\r")
-                rows["file"].append(inp.name)
-                rows["line"].append(ln)
-                rows["offset"].append(off)
-                rows["text"].append(text.decode("utf-8", "replace"))
-            found += len(lines)
-            line_base += nl
-            if found >= per_file:
-                break
+    for part, part_errs in per_input:
+        errs.extend(part_errs)
+        for key in rows:
+            rows[key].extend(part[key])
     return pa.table(rows, schema=DIVERGENCE_SCHEMA)
+
+
+def _divergence(
+    inp: Input, known: _native.TemplateSet, per_file: int
+) -> tuple[dict[str, list[Any]], list[FileError]]:
+    """One file's first ``per_file`` lines whose template ``known`` lacks."""
+    errs: list[FileError] = []
+    rows: dict[str, list[Any]] = {"file": [], "line": [], "offset": [], "text": []}
+    seen = _native.TemplateSet()
+    line_base = 0
+    found = 0
+    for buf, length, base in _chunks(inp, errs):
+        lines, offsets, _, nl = known.new_lines(
+            seen, buf, length, base_offset=base, base_line=line_base, cap=per_file - found
+        )
+        for ln, off in zip(lines.tolist(), offsets.tolist()):
+            start = off - base
+            end = buf.find(b"\n", start, length)
+            end = length if end < 0 else end
+            text = bytes(buf[start : min(end, start + MAX_TEXT)]).rstrip(b"\r")
+            rows["file"].append(inp.name)
+            rows["line"].append(ln)
+            rows["offset"].append(off)
+            rows["text"].append(text.decode("utf-8", "replace"))
+        found += len(lines)
+        line_base += nl
+        if found >= per_file:
+            break
+    return rows, errs

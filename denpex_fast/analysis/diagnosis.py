@@ -275,7 +275,9 @@ def diagnose(
     if baseline is not None:
         from .baseline import first_divergence
 
-        div = first_divergence(paths, baseline, per_file=divergence_per_file, errors=errs)
+        div = first_divergence(
+            paths, baseline, per_file=divergence_per_file, errors=errs, threads=threads
+        )
     novel = (
         set(zip(div.column("file").to_pylist(), div.column("line").to_pylist())) if div else None
     )

@@ -420,6 +420,12 @@ class TemplateSet:
     def __contains__(self, h: int) -> bool:
         return bool(lib.dx_tset_contains(self._ptr, h))
 
+    def merge(self, other: TemplateSet) -> None:
+        """Add every template of ``other`` (sets built in parallel become one)."""
+        rc = lib.dx_tset_merge(self._ptr, other._ptr)
+        if rc != OK:
+            raise MemoryError("cannot grow template set")
+
     def add_lines(self, data: Any, length: int) -> None:
         """Add the template of every line of ``data[:length]``."""
         if not length:
