@@ -17,6 +17,16 @@ from .analysis.diagnosis import Diagnosis
 _TICKS = re.compile(r"`+")
 
 
+def override_note(d: Any) -> str:
+    """Why a fix may not be the shipped one: its entry replaced another."""
+    fix = d.fix or {}
+    return (
+        f"this fix comes from {fix.get('source') or 'a user signature file'}, which replaces "
+        f"the entry '{fix.get('id')}' of {fix.get('overrides')}; check it before running "
+        "its verify command"
+    )
+
+
 def _ranks(ranks: list[int], limit: int = 12) -> str:
     if not ranks:
         return "-"
@@ -106,6 +116,7 @@ def to_markdown(d: Diagnosis) -> str:
             "",
             d.fix["fix"],
             "",
+            *([f"> **Note:** {override_note(d)}", ""] if d.fix.get("overrides") else []),
             "## Verify",
             "",
             "```sh",
@@ -246,6 +257,8 @@ def render_text(d: Diagnosis, console: Any) -> None:
         console.print(d.fix["root_cause"], markup=False, highlight=False)
         console.print(Text("Fix", style="bold green"))
         console.print(d.fix["fix"], markup=False, highlight=False)
+        if d.fix.get("overrides"):
+            console.print(override_note(d), style="yellow", markup=False, highlight=False)
         console.print(Text("Verify", style="bold"))
         console.print(f"  {d.fix['verify']}", markup=False, highlight=False)
         console.print(Text("Checklist", style="bold"))

