@@ -604,3 +604,33 @@ def test_default_decompression_bound_applies_everywhere(
     assert man[("job", "rank0.log")]["status"] == "ok"
     files = ix.sql("select file, count(*) as n from matches group by 1").to_pydict()
     assert {"rank0.log", "arch.tar::rank0.log", "big.log.gz"} <= set(files["file"])
+
+
+def test_an_unreadable_directory_is_a_manifest_row_not_a_gap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as root every directory can be listed: the listing of one is made to fail
+    from fsspec.implementations.local import LocalFileSystem
+
+    root = tmp_path / "root"
+    job = root / "job1"
+    (job / "secret").mkdir(parents=True)
+    (job / "secret" / "rank1.log").write_text("CUDA out of memory\n")
+    (job / "rank0.log").write_text("CUDA out of memory\n")
+    real_ls = LocalFileSystem.ls
+
+    def ls(self, path, detail=False, **kw):  # type: ignore[no-untyped-def]
+        if str(path).rstrip("/").endswith("/secret"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_ls(self, path, detail=detail, **kw)
+
+    monkeypatch.setattr(LocalFileSystem, "ls", ls)
+    out = tmp_path / "idx"
+    summary = dx.build_index(
+        str(root), str(out), scanner=dx.Scanner(patterns={"oom": "out of memory"})
+    )
+    assert summary.count("failed") == 0
+    man = {r["path"]: r for r in dx.open_index(str(out)).manifest().to_pylist()}
+    assert man["secret/"]["status"] == "error"
+    assert "Permission denied" in man["secret/"]["error"]
+    assert man["rank0.log"]["status"] == "ok"

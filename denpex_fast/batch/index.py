@@ -218,7 +218,10 @@ def scan_job(
     tables: list[pa.Table] = []
     status: dict[str, tuple[str | None, str, str | None]] = {}  # rel -> (hash, status, error)
     scanned = 0
-    direct = [f for f in job.files if job.local and not f.is_tar]
+    for f in job.files:
+        if f.error is not None:  # an unreadable directory: its row says so
+            status[f.rel] = (None, "error", f.error)
+    direct = [f for f in job.files if job.local and not f.is_tar and f.error is None]
     if direct:
         # the table names files by their display form (escaped control/undecodable bytes)
         labels = {display_name(os.fsencode(f.path)): f.rel for f in direct}

@@ -60,6 +60,8 @@ class JobFile:
     path: str
     size: int
     mtime: datetime | None
+    #: why it cannot be read (an unreadable directory: ``rel`` ends in ``/``)
+    error: str | None = None
 
     @property
     def is_tar(self) -> bool:
@@ -143,6 +145,33 @@ def label(name: str) -> str:
     return display_name(raw)
 
 
+def _walk_files(fs: Any, root: str) -> tuple[dict[str, Any], list[tuple[str, OSError]]]:
+    """Every entry below ``root`` (path -> info) and the directories that could
+    not be listed.  (fsspec's own walk drops ``on_error`` below the top level.)"""
+    found: dict[str, Any] = {}
+    unreadable: list[tuple[str, OSError]] = []
+    top = root.rstrip("/")
+    stack = [top]
+    while stack:
+        d = stack.pop()
+        try:
+            listing = fs.ls(d, detail=True)
+        except OSError as exc:
+            if d == top:
+                raise
+            unreadable.append((d, exc))
+            continue
+        for info in listing:
+            name = info["name"].rstrip("/")
+            if name == d:
+                continue
+            if info.get("type") == "directory":
+                stack.append(name)
+            else:
+                found[name] = info
+    return found, sorted(unreadable, key=lambda x: x[0])
+
+
 def _job_files(fs: Any, root: str, *, is_archive: bool, skip: str | None) -> tuple[JobFile, ...]:
     if is_archive:
         info = fs.info(root)
@@ -152,7 +181,17 @@ def _job_files(fs: Any, root: str, *, is_archive: bool, skip: str | None) -> tup
             ),
         )
     out = []
-    for path, info in sorted(fs.find(root, detail=True).items()):
+    entries, unreadable = _walk_files(fs, root)
+    # a directory that cannot be listed becomes a row of its own (an error),
+    # never a silent gap in the job
+    for where, exc in unreadable:
+        if skip and (where == skip or where.startswith(skip + "/")):
+            continue
+        why = exc.strerror or str(exc)
+        out.append(
+            JobFile(label(_rel(where, root)) + "/", where, 0, None, f"unreadable directory: {why}")
+        )
+    for path, info in sorted(entries.items()):
         if info.get("type") != "file":  # FIFOs, sockets, devices are never read
             continue
         if skip and (path == skip or path.startswith(skip + "/")):
