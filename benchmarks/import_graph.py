@@ -25,6 +25,7 @@ LAYERS = {
     "schema": 0,
     "cachedir": 0,
     "tables": 0,
+    "textsafe": 0,
     "io": 1,
     "kb": 2,
     "engine": 3,

@@ -49,9 +49,10 @@ def _files(n: int) -> Path:
 
 
 _CHILD = (
-    "import atexit, resource, runpy, sys\n"
-    "atexit.register(lambda: sys.stderr.write("
-    "'PEAK %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+    "import atexit, runpy, sys\n"
+    "def _hwm():  # this process's peak RSS in KiB (ru_maxrss keeps the parent's across exec)\n"
+    "    return int(next(x for x in open('/proc/self/status') if x.startswith('VmHWM')).split()[1])\n"
+    "atexit.register(lambda: sys.stderr.write('PEAK %d\\n' % _hwm()))\n"
     "sys.argv = ['denpex'] + sys.argv[1:]\n"
     "runpy.run_module('denpex_fast', run_name='__main__')\n"
 )

@@ -503,15 +503,14 @@ def scan_cmd(
             from .io.readback import JobBytes
 
             reader = JobBytes.from_scan(result)
-        so.write_text(
-            sys.stdout,
-            table,
-            style,
-            _highlighter(scanner, ignore_case) if use_color else None,
-            reader.around if reader is not None else None,
-        )
-        if reader is not None:
-            reader.close()
+        with reader.keep_open() if reader is not None else contextlib.nullcontext():
+            so.write_text(
+                sys.stdout,
+                table,
+                style,
+                _highlighter(scanner, ignore_case) if use_color else None,
+                reader.around if reader is not None else None,
+            )
     if stats:
         _print_stats(console, result)
     matched = table.num_rows > 0

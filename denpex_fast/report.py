@@ -90,7 +90,7 @@ def to_markdown(d: Diagnosis) -> str:
             f"{_md_code(shown(d, i.where()))} — confidence {d.confidence:.2f}",
             "",
             "```text",
-            i.text,
+            shown(d, i.text),
             "```",
             "",
         ]
@@ -100,7 +100,10 @@ def to_markdown(d: Diagnosis) -> str:
     if around:
         lines += (
             ["```text"]
-            + [f"{n:>7}{'>' if i is not None and n == i.line else ' '} {x}" for n, x in around]
+            + [
+                f"{n:>7}{'>' if i is not None and n == i.line else ' '} {shown(d, x)}"
+                for n, x in around
+            ]
             + ["```", ""]
         )
     lines += ["## Why", ""] + [f"- {shown(d, r)}" for r in d.reasons] + [""]
@@ -219,14 +222,14 @@ def render_text(d: Diagnosis, console: Any) -> None:
             f"  rank {i.rank if i.rank is not None else '?'}  host {i.host or '?'}  "
             f"{shown(d, i.where())}" + (f"  {i.ts.isoformat()}" if i.ts else "")
         )
-        head.append(f"\n{i.text}\n", style="yellow")
+        head.append(f"\n{shown(d, i.text)}\n", style="yellow")
         head.append(f"confidence {d.confidence:.2f}", style="bold")
         console.print(Panel(head, title=f"{headline(d)}: initiating event", expand=True, box=box))
         from .io.readback import lines_around
 
         for n, x in lines_around(d, before=8, after=2):
             console.print(
-                f"{n:>7}{'>' if n == i.line else ' '} {x}",
+                f"{n:>7}{'>' if n == i.line else ' '} {shown(d, x)}",
                 markup=False,
                 highlight=False,
                 style=None if n == i.line else "dim",

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .schema import MATCH_SCHEMA
+from .textsafe import terminal_safe, terminal_safe_array
 
 #: ANSI styles, as ripgrep's defaults: path magenta, line number green, match bold red
 PATH, LINE, MATCH, RESET = "\x1b[35m", "\x1b[32m", "\x1b[1;31m", "\x1b[0m"
@@ -133,16 +134,19 @@ def write_text(
                     if n > shown_until:
                         if shown_until and n > shown_until + 1:
                             lines.append("--")
-                        lines.append(_line(prefix, n, None, ctx, "-", style))
+                        lines.append(_line(prefix, n, None, terminal_safe(ctx), "-", style))
                         shown_until = n
                 if shown_until and ln > shown_until + 1:
                     lines.append("--")
-            shown = text
+            shown = terminal_safe(text)
             if style.color and highlighter is not None:
                 span = highlighter.span(sig, text, _char_end(text, _end_in_text(off, mend, text)))
                 if span:
                     a, b = span
-                    shown = f"{text[:a]}{MATCH}{text[a:b]}{RESET}{text[b:]}"
+                    shown = (
+                        f"{terminal_safe(text[:a])}{MATCH}{terminal_safe(text[a:b])}{RESET}"
+                        f"{terminal_safe(text[b:])}"
+                    )
             lines.append(_line(prefix, ln, sig, shown, ":", style))
             shown_until = max(shown_until, ln)
             if groups is not None:
@@ -150,7 +154,7 @@ def write_text(
                 stop = rows[k + 1][0] if k + 1 < len(rows) else None
                 for n, ctx in groups[k][1]:
                     if n > shown_until and (stop is None or n < stop):
-                        lines.append(_line(prefix, n, None, ctx, "-", style))
+                        lines.append(_line(prefix, n, None, terminal_safe(ctx), "-", style))
                         shown_until = n
         out.write("\n".join(lines) + "\n")
     out.flush()
@@ -186,7 +190,7 @@ def _write_plain(out: IO[str], table: pa.Table) -> None:
             part.column("file").cast(pa.string()),
             part.column("line").cast(pa.string()),
             part.column("signature").cast(pa.string()),
-            part.column("text"),
+            terminal_safe_array(part.column("text").combine_chunks()),
         ]
         joined = pc.binary_join_element_wise(*cols, ":")
         out.write("\n".join(joined.to_pylist()) + "\n")

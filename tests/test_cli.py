@@ -270,15 +270,38 @@ def test_scan_and_diagnose_do_not_import_pandas(log: Path) -> None:
         "for args in (['scan', sys.argv[1], '-e', 'oom=out of memory'], ['diagnose', sys.argv[1]]):\n"
         "    try:\n"
         "        main(args)\n"
-        "    except SystemExit:\n"
-        "        pass\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code == 0, (args, exc.code)\n"
         "    assert 'pandas' not in sys.modules, args\n"
         "import pandas\n"
         "import pyarrow as pa\n"
         "print(pa.table({'a': [1]}).to_pandas().shape)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=log.parent,  # outside the source tree: the installed package runs
     )
     assert out.returncode == 0, out.stderr
+    assert ":oom:" in out.stdout  # the scan printed its row
     assert out.stdout.strip().endswith("(1, 1)")
+
+
+def test_escape_sequences_in_logs_never_reach_the_terminal(tmp_path: Path) -> None:
+    # an OSC 52 clipboard write and a colour change inside a log line
+    p = tmp_path / "evil.log"
+    evil = "RuntimeError: boom \x1b]52;c;ZXZpbA==\x07 \x1b[31mred\r"
+    p.write_bytes((evil + "\n").encode())
+    for args in ([], ["--color", "always", "--heading"], ["-C", "1"]):
+        r = run("scan", str(p), "-e", "err=boom", *args)
+        assert "\x07" not in r.stdout and "]52;" in r.stdout
+        assert "\\x1b]52;c;ZXZpbA==\\x07" in r.stdout
+    # JSON keeps the exact text
+    r = run("scan", str(p), "-e", "err=boom", "--json")
+    m = [json.loads(x) for x in r.stdout.splitlines()][1]["data"]
+    assert m["lines"]["text"].startswith("RuntimeError: boom \x1b]52;c;ZXZpbA==\x07")
+    # the diagnosis report too
+    r = run("diagnose", str(p))
+    assert "\x1b]52" not in r.stdout and "\\x1b]52;c;ZXZpbA==\\x07" in r.stdout

@@ -756,7 +756,9 @@ def test_a_project_entry_that_replaces_a_builtin_fix_is_marked(
     log = tmp_path / "rank0.log"
     log.write_text("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate\n")
     monkeypatch.chdir(tmp_path)
-    d = dx.diagnose([str(log)])
+    kb = dx.load_signatures()
+    # its own scanner: the process-wide default one may predate this working directory
+    d = dx.diagnose([str(log)], scanner=dx.Scanner(kb, cache_dir=False))
     assert d.fix is not None and d.fix["id"] == "cuda-oom"
     doc = d.to_dict()
     assert doc["fix_overrides"] and doc["fix_overrides"].endswith(".toml")

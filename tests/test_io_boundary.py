@@ -40,7 +40,7 @@ print(json.dumps({"verdict": d.verdict, "opens": opens}))
 
 
 @pytest.mark.parametrize("name", ["010-nan-anomaly", "036-tr2n-hang", "001-healthy-single"])
-def test_only_io_opens_the_logs(name: str) -> None:
+def test_only_io_opens_the_logs(name: str, tmp_path: Path) -> None:
     matches = sorted(CASES.glob(f"{name}*"))
     if not matches:
         pytest.fail(f"corpus case {name} is missing")
@@ -51,8 +51,9 @@ def test_only_io_opens_the_logs(name: str) -> None:
         capture_output=True,
         text=True,
         timeout=300,
-        check=True,
+        cwd=tmp_path,  # outside the source tree: the installed package runs
     )
+    assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.strip().splitlines()[-1])
     opens: dict[str, list[str]] = report["opens"]
     assert len(opens) == len(logs)  # every input was read

@@ -136,11 +136,14 @@ class Diagnosis:
     reader: Any = field(default=None, repr=False)
 
     def shown(self, text: str) -> str:
-        """``text`` with the job root dropped from paths (reports show paths
-        relative to the job directory that was diagnosed)."""
-        if not self.root:
-            return text
-        return text.replace(self.root.rstrip("/") + "/", "")
+        """``text`` as a report shows it: the job root dropped from paths (paths
+        relative to the job directory that was diagnosed) and control
+        characters escaped (:func:`denpex_fast.textsafe.terminal_safe`)."""
+        from ..textsafe import terminal_safe
+
+        if self.root:
+            text = text.replace(self.root.rstrip("/") + "/", "")
+        return terminal_safe(text)
 
     def headline(self) -> str:
         """One line that says what the verdict means."""
@@ -371,29 +374,29 @@ def diagnose_table(
         reader = JobBytes(locations=locations)
 
     kb = signatures if signatures is not None else load_signatures()
-    notes: list[str] = []
-    if attributed is None:
-        attributed = table.num_rows > 0 and (
-            table.column("rank").null_count < table.num_rows
-            or table.column("ts").null_count < table.num_rows
-        )
-    if not attributed and table.num_rows:
-        from ..facts.attribution import attribute
-        from .causal import thin_context
+    with reader.keep_open():  # one descriptor per file for all the stages
+        notes: list[str] = []
+        if attributed is None:
+            attributed = table.num_rows > 0 and (
+                table.column("rank").null_count < table.num_rows
+                or table.column("ts").null_count < table.num_rows
+            )
+        if not attributed and table.num_rows:
+            from ..facts.attribution import attribute
+            from .causal import thin_context
 
-        # context floods (step lines) cost attribution time and memory; the
-        # ranking keeps only the first and last rows per rank of each run
-        table = thin_context(table, kb, keep=PRE_ATTRIBUTION_CONTEXT_ROWS)
+            # context floods (step lines) cost attribution time and memory; the
+            # ranking keeps only the first and last rows per rank of each run
+            table = thin_context(table, kb, keep=PRE_ATTRIBUTION_CONTEXT_ROWS)
 
-        att = attribute(table, default_tz=default_tz, locations=locations, reader=reader)
-        table, notes = att.table, list(att.notes)
-    progress = _progress(table, reader, tail_files)
-    ranking = rank_events(table, kb, progress=progress, novel=novel, reader=reader)
-    d = _assemble(ranking, table, kb, notes)
-    d.reader = reader
-    if progress:
-        d.rank_fates = _with_progress(d.rank_fates, progress)
-    reader.close()  # descriptors kept open across the stages; a report reads again
+            att = attribute(table, default_tz=default_tz, locations=locations, reader=reader)
+            table, notes = att.table, list(att.notes)
+        progress = _progress(table, reader, tail_files)
+        ranking = rank_events(table, kb, progress=progress, novel=novel, reader=reader)
+        d = _assemble(ranking, table, kb, notes)
+        d.reader = reader
+        if progress:
+            d.rank_fates = _with_progress(d.rank_fates, progress)
     return d
 
 

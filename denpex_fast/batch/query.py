@@ -30,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..schema import DIAGNOSIS_SCHEMA, MANIFEST_SCHEMA, MATCH_SCHEMA, RANK_FATE_SCHEMA
+from ..textsafe import terminal_safe
 from .store import DATASETS, PARTITIONING, IndexStore
 
 #: DuckDB settings of the default (safe) connection; ``unsafe=True`` drops them
@@ -264,4 +265,4 @@ def _cell(v: Any) -> str:
         return f"{v:g}"
     if isinstance(v, (list, dict)):
         return json.dumps(_plain(v), ensure_ascii=False)
-    return str(v).replace("\n", "\\n")
+    return terminal_safe(str(v))

@@ -17,10 +17,10 @@ gzip/zstd inputs are decoded forward through the scanner's own decoders, up
 to :data:`MAX_DECODE` bytes; stdin and tar members, which cannot be read
 twice, answer ``None``.
 
-A plain file is opened once for all the stages that ask about it: up to
+Inside :meth:`JobBytes.keep_open` (the diagnosis runs its stages there) a
+plain file is opened once for all the stages that ask about it: up to
 :data:`MAX_OPEN` descriptors stay open (least recently used closed first)
-until :meth:`JobBytes.close` (the diagnosis calls it when it is done; a
-later read opens the file again).
+until the block ends; outside it each read opens and closes its file.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class JobBytes:
         self._locations = dict(locations or {})
         self._fds: OrderedDict[str, int] = OrderedDict()
         self._pinned: dict[str, int] = {}  # labels inside a reading() block: never evicted
+        self._keep = 0  # inside keep_open(): descriptors stay open between reads
         self._lock = threading.Lock()
         weakref.finalize(self, _close_all, self._fds)
 
@@ -80,43 +81,55 @@ class JobBytes:
             _close_all(self._fds)
             self._fds.update(keep)
 
-    def __enter__(self) -> JobBytes:
-        return self
+    @contextmanager
+    def keep_open(self) -> Iterator[JobBytes]:
+        """Within this block a plain input is opened once for all the reads
+        (up to :data:`MAX_OPEN` at a time); at its end they are closed.
+        Outside it every read opens and closes its file."""
+        with self._lock:
+            self._keep += 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._keep -= 1
+                last = self._keep == 0
+            if last:
+                self.close()
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _fd(self, label: str) -> int:
-        """An open descriptor of a plain regular input, or -1."""
+    def _fd(self, label: str) -> tuple[int, bool]:
+        """(an open descriptor of a plain regular input or -1, whether it is kept)."""
         with self._lock:
             fd = self._fds.get(label)
             if fd is not None:
                 self._fds.move_to_end(label)
-                return fd
+                return fd, True
         inp = self.input(label)
         if inp is None or inp.compression is not None:
-            return -1
+            return -1, False
         try:
             fd = os.open(inp.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))  # type: ignore[arg-type]
         except OSError:
-            return -1
+            return -1, False
         try:
             regular = stat.S_ISREG(os.fstat(fd).st_mode)
         except OSError:
             regular = False
         if not regular:
             os.close(fd)
-            return -1
+            return -1, False
         with self._lock:
+            if not self._keep:
+                return fd, False
             if label in self._fds:  # another thread opened it meanwhile
                 os.close(fd)
-                return self._fds[label]
+                return self._fds[label], True
             self._fds[label] = fd
             for old in [k for k in self._fds if k not in self._pinned]:
                 if len(self._fds) <= MAX_OPEN:
                     break
                 os.close(self._fds.pop(old))
-        return fd
+        return fd, True
 
     @classmethod
     def from_scan(cls, result: Any, locations: Mapping[str, str] | None = None) -> JobBytes:
@@ -144,10 +157,13 @@ class JobBytes:
         many reads in a row (``None`` for compressed or unreadable inputs)."""
         with self._lock:
             self._pinned[label] = self._pinned.get(label, 0) + 1
+        fd, kept = -1, False
         try:
-            fd = self._fd(label)
+            fd, kept = self._fd(label)
             yield (lambda start, size: os.pread(fd, size, start)) if fd >= 0 else None
         finally:
+            if fd >= 0 and not kept:
+                os.close(fd)
             with self._lock:
                 left = self._pinned.pop(label) - 1
                 if left:

@@ -1,0 +1,47 @@
+"""Log text made safe for a terminal.
+
+A log line can carry escape sequences (colours, cursor moves, an OSC 52
+clipboard write): printed raw they act on the user's terminal.  Every text
+output (``denpex scan``, the report, its Markdown, ``denpex query``) passes log
+text through :func:`terminal_safe`; JSON, CSV, Parquet and Arrow outputs keep
+the exact text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# C0 controls except tab, DEL, C1 controls, and the Unicode line separators
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_RE2 = "[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\x{2028}\\x{2029}]"
+
+
+_SHORT = {"\n": "\\n", "\r": "\\r"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group()
+    if c in _SHORT:
+        return _SHORT[c]
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def terminal_safe(text: str) -> str:
+    r"""``text`` with control characters written ``\xNN`` (``\n``, ``\r``; tab kept)."""
+    return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
+
+
+def terminal_safe_array(texts: Any) -> Any:
+    """:func:`terminal_safe` over a pyarrow string array; rows without a control
+    character (nearly all) are not touched in Python."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    bad = pc.match_substring_regex(texts, _CONTROL_RE2)
+    if not pc.any(bad).as_py():
+        return texts
+    values = texts.to_pylist()
+    for i in pc.indices_nonzero(pc.fill_null(bad, False)).to_pylist():
+        values[i] = terminal_safe(values[i])
+    return pa.array(values, pa.string())
