@@ -13,9 +13,14 @@ Names are imported lazily so that ``import denpex_fast`` stays cheap.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 __version__ = "0.1.0"
+
+# a library logs through "denpex_fast.*" and prints nothing unless the
+# application configures logging (the denpex command does with -v)
+logging.getLogger("denpex_fast").addHandler(logging.NullHandler())
 
 _LAZY = {
     "scan": ("api", "scan"),
@@ -73,7 +78,7 @@ _MOVED = frozenset(
 
 def __dir__() -> list[str]:
     # the lazy names too, so that tab completion and dir() show dx.scan & co.
-    return sorted((set(globals()) - {"Any", "annotations"}) | set(_LAZY))
+    return sorted((set(globals()) - {"Any", "annotations", "logging"}) | set(_LAZY))
 
 
 def __getattr__(name: str) -> Any:

@@ -233,10 +233,72 @@ class _Group(click.Group):
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="denpex_fast")
 @click.pass_context
-def main(ctx: click.Context) -> None:
-    """Index and diagnose distributed-training failure logs."""
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Log what the tool does on stderr (-v: steps and timings, -vv: debug).",
+)
+def main(ctx: click.Context, verbose: int = 0) -> None:
+    """Index and diagnose distributed-training failure logs.
+
+    Defaults for any command's options can be set per project in
+    pyproject.toml, e.g. [tool.denpex_fast.defaults.diagnose] tz = "UTC".
+    """
+    _setup_logging(verbose)
+    ctx.default_map = _project_defaults(ctx)
     if ctx.invoked_subcommand in ("scan", "diagnose", "demo"):
         ctx.with_resource(_without_pandas())
+
+
+def _setup_logging(verbose: int) -> None:
+    import logging
+
+    if not verbose:
+        return  # quiet by default: warnings only, through Python's last-resort handler
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("denpex: %(name)s: %(message)s"))
+    root = logging.getLogger("denpex_fast")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+
+
+def _project_defaults(ctx: click.Context) -> dict[str, dict[str, Any]]:
+    """[tool.denpex_fast.defaults.<command>] as click's default_map, every key
+    checked against the command's options (a typo is an error naming it)."""
+    from .config import ConfigError, command_defaults
+
+    try:
+        path, table = command_defaults()
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    out: dict[str, dict[str, Any]] = {}
+    group = ctx.command
+    assert isinstance(group, click.Group)
+    for name, values in table.items():
+        cmd = group.commands.get(name)
+        if cmd is None:
+            raise click.UsageError(
+                f"{path}: [tool.denpex_fast.defaults.{name}]: no command {name!r} "
+                f"(commands: {', '.join(sorted(group.commands))})"
+            )
+        by_flag: dict[str, str] = {}
+        for param in cmd.params:
+            if isinstance(param, click.Option) and param.name:
+                by_flag[param.name] = param.name
+                for opt in param.opts + param.secondary_opts:
+                    if opt.startswith("--"):
+                        by_flag[opt[2:].replace("-", "_")] = param.name
+        mapped: dict[str, Any] = {}
+        for key, value in values.items():
+            target = by_flag.get(key.replace("-", "_"))
+            if target is None:
+                raise click.UsageError(
+                    f"{path}: [tool.denpex_fast.defaults.{name}]: {name} has no option --{key}"
+                )
+            mapped[target] = value
+        out[name] = mapped
+    return out
 
 
 @main.command("scan")

@@ -305,3 +305,27 @@ def test_escape_sequences_in_logs_never_reach_the_terminal(tmp_path: Path) -> No
     # the diagnosis report too
     r = run("diagnose", str(p))
     assert "\x1b]52" not in r.stdout and "\\x1b]52;c;ZXZpbA==\\x07" in r.stdout
+
+
+def test_project_defaults_from_pyproject(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: Path
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.denpex_fast.defaults.scan]\nmax-count = 1\njson = true\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    r = run("scan", str(log), "-e", "oom=CUDA out of memory")
+    assert json.loads(r.stdout.splitlines()[0])["type"] == "begin"  # json = true applied
+    r = run("scan", str(log), "-e", "oom=CUDA out of memory", "-o", str(tmp_path / "x.csv"))
+    assert r.exit_code == 0  # the command line still wins where it speaks
+    (tmp_path / "pyproject.toml").write_text("[tool.denpex_fast.defaults.scan]\nmax-cuont = 1\n")
+    r = CliRunner().invoke(main, ["scan", str(log)])
+    assert r.exit_code == 2 and "scan has no option --max-cuont" in r.output
+    assert "pyproject.toml" in r.output
+
+
+def test_verbose_logs_the_steps(log: Path) -> None:
+    r = run("-v", "diagnose", str(log))
+    assert "denpex_fast.engine.scanner: scanned 1 file(s)" in r.stderr
+    assert "denpex_fast.analysis.diagnosis: ranked" in r.stderr
+    assert "denpex_fast" not in run("diagnose", str(log)).stderr  # quiet by default

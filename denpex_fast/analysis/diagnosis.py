@@ -17,6 +17,7 @@ rank fates); each part is short and only meaningful together.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
@@ -41,6 +42,8 @@ from .causal import (
     shadowed,
 )
 from .incidents import marks
+
+log = logging.getLogger(__name__)
 
 SCHEMA = "denpex.diagnosis/1"
 
@@ -389,11 +392,20 @@ def diagnose_table(
             # ranking keeps only the first and last rows per rank of each run
             table = thin_context(table, kb, keep=PRE_ATTRIBUTION_CONTEXT_ROWS)
 
+            t0 = time.perf_counter()
             att = attribute(table, default_tz=default_tz, locations=locations, reader=reader)
             table, notes = att.table, list(att.notes)
+            log.info("attributed %d rows in %.2f s", table.num_rows, time.perf_counter() - t0)
+        t0 = time.perf_counter()
         progress = _progress(table, reader, tail_files)
         ranking = rank_events(table, kb, progress=progress, novel=novel, reader=reader)
         d = _assemble(ranking, table, kb, notes)
+        log.info(
+            "ranked %d candidate(s) in %.2f s: %s",
+            len(ranking.incidents),
+            time.perf_counter() - t0,
+            d.verdict,
+        )
         d.reader = reader
         if progress:
             d.rank_fates = _with_progress(d.rank_fates, progress)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
@@ -20,6 +21,8 @@ from ..io.jobs import Job, discover_jobs
 from ..schema import MANIFEST_SCHEMA
 from .index import IndexOptions, JobContext, JobReport, index_job, plan_job
 from .store import IndexStore
+
+log = logging.getLogger(__name__)
 
 # -- many jobs ----------------------------------------------------------------
 
@@ -172,6 +175,15 @@ def _build(
         results = _index_threads(jobs, ctx, previous, threads or default_threads(), progress)
     for rep in results:
         summary.reports.append(rep)
+        log.info(
+            "job %s: %s (%d file(s), %d with errors, %.2f s)%s",
+            rep.job,
+            rep.status,
+            rep.files,
+            rep.file_errors,
+            rep.seconds,
+            f": {rep.error}" if rep.error else "",
+        )
         if progress:
             progress("job", rep)
     if prune:

@@ -46,6 +46,7 @@ they share private per-file state that no other module should see.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -83,6 +84,8 @@ from ..io.sources import (
 )
 from ..schema import COUNTS_SCHEMA, MATCH_SCHEMA
 from . import _native, cache
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..kb.signatures import Signature
@@ -484,6 +487,15 @@ class Scanner:
             if sink.skipped:
                 meta[b"denpex.skipped"] = json.dumps([e.to_dict() for e in sink.skipped]).encode()
             table = table.replace_schema_metadata(meta)
+        log.info(
+            "scanned %d file(s), %.1f MiB in %.2f s: %d rows, %d error(s), %d skipped",
+            stats["files"],
+            stats["bytes"] / (1 << 20),
+            stats["seconds"],
+            stats["rows"],
+            len(sink.errors),
+            stats["skipped"],
+        )
         result = ScanResult(
             table,
             sink.errors,

@@ -45,6 +45,7 @@ validation: every field's rule and its error message naming file, id and field.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -62,6 +63,8 @@ else:  # Python 3.10: the same parser, from PyPI
 
 from ..errors import SignatureError
 from ..schema import builtin_signature_dir
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "ENTRY_KEYS",
@@ -789,6 +792,7 @@ def load_signatures(
         for sig in _load_source(path, origin):
             prev = merged.get(sig.id)
             if prev is not None:  # reports say which entry replaced which
+                log.info("%s: '%s' replaces the entry of %s", sig.source, sig.id, prev.source)
                 sig = replace(sig, overrides=prev.source)
             merged[sig.id] = sig
     return SignatureSet(merged.values())
