@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+
+from denpex_fast.engine.scanner import Scanner
 
 from scan_oracle import Row, oracle, sort_rows, table_rows
 
@@ -157,3 +160,53 @@ def test_large_case_against_oracle_every_configuration(
     }
     table = scan_config(make_scanner(patterns, max_text=200), data, tmp_path)
     assert sort_rows(table_rows(table)) == sort_rows(oracle(data, patterns, max_text=200))
+
+
+def test_small_files_scanned_in_groups_match_one_by_one(tmp_path: Path) -> None:
+    # small mapped files go several to a task (one result, one batch); rows,
+    # exact counts, caps and errors stay per file, as when each is scanned alone
+    from denpex_fast.engine import scanner as engine
+
+    d = tmp_path / "many"
+    d.mkdir()
+    for i in range(300):
+        body = "".join(
+            f"step {k}\n" + ("CUDA out of memory\n" if (i + k) % 5 == 0 else "") for k in range(30)
+        )
+        (d / f"r{i:03d}.log").write_text(body)
+    (d / "big.log").write_text("CUDA out of memory\n" * 10 + "x" * (engine.SMALL_FILE + 10) + "\n")
+    s = Scanner(patterns={"oom": "out of memory", "step": r"step \d+"}, max_rows_per_signature=4)
+    grouped = s.run([str(d)], threads=2)
+    assert grouped.ok
+    files = sorted(str(p) for p in d.iterdir())
+    alone = [s.run([f], threads=1) for f in files]
+
+    def rows(t: pa.Table) -> list[tuple[object, ...]]:
+        cols = ["file", "line", "offset", "match_end", "signature", "text"]
+        return list(zip(*(t.column(c).cast(pa.string()).to_pylist() for c in cols)))
+
+    assert rows(grouped.table) == [r for a in alone for r in rows(a.table)]
+    assert grouped.table.num_rows > 300  # caps are per file: 4 rows of each signature each
+    assert grouped.counts.sort_by([("file", "ascending"), ("signature", "ascending")]).equals(
+        pa.concat_tables([a.counts for a in alone]).sort_by(
+            [("file", "ascending"), ("signature", "ascending")]
+        )
+    )
+    assert grouped.stats["files"] == len(files) and grouped.stats["bytes"] == sum(
+        a.stats["bytes"] for a in alone
+    )
+
+
+def test_a_small_file_that_vanishes_costs_only_its_own_rows(tmp_path: Path) -> None:
+    from denpex_fast.io.sources import resolve_inputs
+
+    d = tmp_path / "job"
+    d.mkdir()
+    for i in range(10):
+        (d / f"r{i}.log").write_text("CUDA out of memory\n")
+    s = Scanner(patterns={"oom": "out of memory"})
+    inputs, _ = resolve_inputs([str(d)])
+    (d / "r3.log").unlink()  # gone between listing and scanning
+    res = s.run([i.name for i in inputs], errors="collect", threads=2)
+    assert [e.path for e in res.errors] == [str(d / "r3.log")]
+    assert res.table.num_rows == 9

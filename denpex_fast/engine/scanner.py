@@ -93,6 +93,9 @@ if TYPE_CHECKING:
 DEFAULT_UNIT = 256 << 20  # a file range scanned by one task
 STREAM_CHUNK = 4 << 20  # decompressed bytes per native call
 COALESCE_BATCHES = 256  # run(): small batches merged into one table chunk
+SMALL_FILE = 1 << 20  # mapped files below this are scanned several to a task,
+GROUP_BYTES = 16 << 20  # up to this many bytes
+GROUP_FILES = 256  # or this many files: one result and one batch per group
 
 ProgressFn = Callable[[int, int], None]
 
@@ -201,18 +204,26 @@ def _normalise_patterns(patterns: Mapping[str, str | Sequence[str]]) -> dict[str
 
 
 class _Task:
-    """One unit of work: a byte range of a mapped file, or a whole stream."""
+    """One unit of work: a byte range of a mapped file, a whole stream, or
+    several small mapped files (``members``) scanned one after another."""
 
-    __slots__ = ("file_idx", "inp", "start", "end", "is_range")
+    __slots__ = ("file_idx", "inp", "start", "end", "is_range", "members")
 
     def __init__(
-        self, file_idx: int, inp: Input, start: int = 0, end: int = 0, is_range: bool = False
+        self,
+        file_idx: int,
+        inp: Input,
+        start: int = 0,
+        end: int = 0,
+        is_range: bool = False,
+        members: list[_Task] | None = None,
     ) -> None:
         self.file_idx = file_idx
         self.inp = inp
         self.start = start
         self.end = end
         self.is_range = is_range
+        self.members = members
 
 
 @dataclass
@@ -222,6 +233,8 @@ class _Done:
     counts: np.ndarray
     newlines: int
     error: FileError | None
+    # a group task: per member (task, counts, first row, end row, error)
+    members: list[tuple[_Task, np.ndarray, int, int, FileError | None]] | None = None
 
 
 class _FileState:
@@ -725,6 +738,15 @@ class Scanner:
                     nxt = next(it, None)
                     if nxt is not None:
                         pending.append(pool.submit(work, nxt))
+                    if done.members is not None:
+                        batch = self._merge_group(done, sink, names)
+                        done_bytes += done.result.scanned
+                        sink.bytes += done.result.scanned
+                        if progress is not None:
+                            progress(done_bytes, total)
+                        if batch is not None and batch.num_rows:
+                            yield batch
+                        continue
                     st = states.get(done.task.file_idx)
                     if st is None:
                         st = states[done.task.file_idx] = _FileState(n_sigs)
@@ -752,7 +774,27 @@ class Scanner:
         return not task.is_range or task.end >= task.inp.size
 
     def _plan(self, inputs: list[Input], mmap: bool, unit_size: int) -> Iterator[_Task]:
+        # small files go several to a task: per task costs (a result, a tally,
+        # an Arrow batch, a thread hand-off) would outweigh their scan
+        group: list[_Task] = []
+        group_bytes = 0
         for idx, inp in enumerate(inputs):
+            small = (
+                inp.path is not None
+                and inp.compression is None
+                and mmap
+                and 0 < inp.size < min(SMALL_FILE, unit_size)
+            )
+            if small:
+                group.append(_Task(idx, inp, 0, inp.size, True))
+                group_bytes += inp.size
+                if len(group) >= GROUP_FILES or group_bytes >= GROUP_BYTES:
+                    yield _Task(group[0].file_idx, group[0].inp, members=group)
+                    group, group_bytes = [], 0
+                continue
+            if group:  # tasks stay in file order
+                yield _Task(group[0].file_idx, group[0].inp, members=group)
+                group, group_bytes = [], 0
             if inp.path is not None and inp.compression is None and mmap and inp.size > 0:
                 start = 0
                 while start < inp.size:
@@ -761,6 +803,8 @@ class Scanner:
                     start = end
             else:
                 yield _Task(idx, inp)
+        if group:
+            yield _Task(group[0].file_idx, group[0].inp, members=group)
 
     def _run_task(
         self,
@@ -769,6 +813,8 @@ class Scanner:
         limits: tuple[int | None, float | None],
         binary: bool = False,
     ) -> _Done:
+        if task.members is not None:
+            return self._run_group(task, flag)
         tally = _native.Tally(len(self.signature_ids))
         result = _native.Result()
         opts = self.options.to_c(task.file_idx, flag.pointer)
@@ -795,6 +841,34 @@ class Scanner:
                 task, scratch, opts, tally, result, limits, flag, binary=binary
             )
         return _Done(task, result, tally.counts(), newlines, error)
+
+    def _run_group(self, task: _Task, flag: _native.CancelFlag) -> _Done:
+        """Small mapped files one after another into one result (rows in file
+        order); each keeps its own tally, so caps and counts stay per file."""
+        assert task.members is not None
+        result = _native.Result()
+        scratch = self._scratch()
+        members = []
+        for m in task.members:
+            assert m.inp.path is not None
+            tally = _native.Tally(len(self.signature_ids))
+            first = result.n_rows
+            if flag.is_set():
+                error: FileError | None = FileError(m.inp.name, "cancelled", "scan cancelled")
+            else:
+                rc, err_no, msg = _native.scan_file(
+                    self._db,
+                    scratch,
+                    m.inp.path,
+                    0,
+                    _native.UINT64_MAX,
+                    opts=self.options.to_c(m.file_idx, flag.pointer),
+                    tally=tally,
+                    result=result,
+                )
+                error = _status_error(m.inp.name, rc, err_no, msg)
+            members.append((m, tally.counts(), first, result.n_rows, error))
+        return _Done(task, result, np.zeros(0, np.uint64), 0, None, members)
 
     def _scan_stream(
         self,
@@ -935,6 +1009,26 @@ class Scanner:
             result=result,
         )
         return result.newlines - before, rc, err_no, msg
+
+    def _merge_group(self, done: _Done, sink: _Collector, names: pa.Array) -> pa.RecordBatch | None:
+        """A group task's files: each its counts, kept rows and error; one batch."""
+        res = done.result
+        assert done.members is not None
+        sig = (
+            np.frombuffer(_native.ffi.buffer(res._ptr.sig, 4 * res.n_rows), np.uint32)
+            if res.n_rows
+            else np.zeros(0, np.uint32)
+        )
+        n_sigs = len(self.signature_ids)
+        for m, counts, lo, hi, error in done.members:
+            st = _FileState(n_sigs)
+            st.counts = counts
+            if hi > lo:
+                st.kept = np.bincount(sig[lo:hi], minlength=n_sigs).astype(np.int64)
+            st.error = error
+            sink.add_file(m.file_idx, st)
+        sink.text_dropped += res.text_dropped
+        return self._batch(res, names) if res.n_rows else None
 
     def _merge(self, done: _Done, st: _FileState, names: pa.Array) -> pa.RecordBatch | None:
         """Fix up a finished task's rows: line base, cross-range caps, counts."""

@@ -362,11 +362,13 @@ def resolve_inputs(
     ``globs`` (see :func:`glob_filter`) choose among the files found inside
     directories; paths named explicitly are always read."""
     keep = glob_filter(globs)
-    inputs: list[Input] = []
+    # (path, stat) of every file first, then their heads are read to classify
+    # them, in parallel when there are many (each is an open and a small read)
+    slots: list[Input | tuple[bytes, os.stat_result]] = []
     errors: list[FileError] = []
     for raw in paths:
         if raw == STDIN or raw == STDIN.encode():
-            inputs.append(Input(STDIN, None, None, 0))
+            slots.append(Input(STDIN, None, None, 0))
             continue
         path = os.fsencode(raw)
         try:
@@ -375,16 +377,37 @@ def resolve_inputs(
             errors.append(file_error_from_os(display_name(path), exc))
             continue
         if stat.S_ISDIR(st.st_mode):
-            _walk(path, inputs, errors, follow_symlinks, keep)
+            found: list[tuple[bytes, os.stat_result]] = []
+            _walk(path, found, errors, follow_symlinks, keep)
+            slots.extend(found)
             continue
-        item = _classify(path, st)
+        slots.append((path, st))
+    pending = [x for x in slots if not isinstance(x, Input)]
+    classified = iter(_classify_all(pending))
+    inputs: list[Input] = []
+    for slot in slots:
+        item = slot if isinstance(slot, Input) else next(classified)
         (inputs if isinstance(item, Input) else errors).append(item)  # type: ignore[arg-type]
     return inputs, errors
 
 
+# files classified per thread when there are at least this many
+PARALLEL_CLASSIFY = 64
+
+
+def _classify_all(files: list[tuple[bytes, os.stat_result]]) -> list[Input | FileError]:
+    if len(files) < PARALLEL_CLASSIFY:
+        return [_classify(p, st) for p, st in files]
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = min(8, os.cpu_count() or 1)
+    with ThreadPoolExecutor(n, thread_name_prefix="denpex-sniff") as pool:
+        return list(pool.map(lambda x: _classify(*x), files, chunksize=64))
+
+
 def _walk(
     root: bytes,
-    inputs: list[Input],
+    found: list[tuple[bytes, os.stat_result]],
     errors: list[FileError],
     follow: bool,
     keep: Callable[[bytes], bool] | None = None,
@@ -413,8 +436,7 @@ def _walk(
                 continue
             if stat.S_ISLNK(st.st_mode):
                 continue  # links are followed only when asked
-            item = _classify(full, st)
-            (inputs if isinstance(item, Input) else errors).append(item)  # type: ignore[arg-type]
+            found.append((full, st))
 
 
 class Decoded:
