@@ -61,3 +61,53 @@ def test_only_io_opens_the_logs(name: str, tmp_path: Path) -> None:
         assert all(site.startswith("io/") for site in sites), (path, sites)
         assert sum(site.startswith("io/readback") for site in sites) <= 1, (path, sites)
         assert sum(site.startswith("io/sources") for site in sites) <= 2, (path, sites)
+
+
+INDEX_CHILD = r"""
+import collections, json, os, sys
+root, out = sys.argv[1], sys.argv[2]
+import denpex_fast as dx
+opens = collections.Counter()
+def hook(event, args):
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.fsdecode(args[0])
+        if path.startswith(root) and path.endswith(".log"):
+            opens[path[len(root):]] += 1
+sys.addaudithook(hook)
+dx.build_index(root, out)
+print(json.dumps(opens))
+"""
+
+
+def test_the_index_reads_each_log_once_and_hashes_it_in_that_pass(tmp_path: Path) -> None:
+    from denpex_fast.io.jobs import file_digest
+
+    root = tmp_path / "root"
+    job = root / "job1"
+    job.mkdir(parents=True)
+    for r in range(3):
+        (job / f"rank{r}.log").write_text(
+            "".join(f"2024-05-01 12:00:0{k},000 INFO step {k}\n" for k in range(5))
+            + ("[rank1]: RuntimeError: CUDA error: out of memory\n" if r == 1 else "")
+        )
+    out = subprocess.run(
+        [sys.executable, "-c", INDEX_CHILD, str(root), str(tmp_path / "idx")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    opens = json.loads(out.stdout.strip().splitlines()[-1])
+    assert sorted(opens) == [f"/job1/rank{r}.log" for r in range(3)]
+    # one read for the scan and its hash, at most one more for read-back
+    assert all(n <= 2 for n in opens.values()), opens
+    import fsspec
+
+    import denpex_fast as dx
+
+    fs = fsspec.filesystem("file")
+    man = dx.open_index(str(tmp_path / "idx")).manifest().to_pylist()
+    assert {r["path"]: r["hash"] for r in man} == {
+        f"rank{r}.log": file_digest(fs, str(job / f"rank{r}.log")) for r in range(3)
+    }

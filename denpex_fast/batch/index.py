@@ -10,6 +10,7 @@ for many jobs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -205,8 +206,9 @@ def scan_job(
 ) -> tuple[pa.Table, pa.Table, int]:
     """Scan every file of ``job``: (match table, manifest, bytes scanned).
 
-    Local plain/compressed files go through :meth:`Scanner.run` (mmap); tar
-    archives and remote files are streamed through :meth:`Scanner.scan_stream`.
+    Every file is streamed once through :meth:`Scanner.scan_stream` behind a
+    hashing reader, so the manifest's content hash comes from the same pass
+    as the scan (tar archives member by member).
     A file that fails is recorded in the manifest with its error; the rest
     of the job is still scanned.  A binary file is not scanned (unless
     ``options.binary``): its manifest row has status ``skipped``; binary
@@ -221,93 +223,93 @@ def scan_job(
     for f in job.files:
         if f.error is not None:  # an unreadable directory: its row says so
             status[f.rel] = (None, "error", f.error)
-    direct = [f for f in job.files if job.local and not f.is_tar and f.error is None]
-    if direct:
-        # the table names files by their display form (escaped control/undecodable bytes)
-        labels = {display_name(os.fsencode(f.path)): f.rel for f in direct}
-        res = scanner.run(
-            [f.path for f in direct],
-            threads=o.threads,
-            errors="collect",
-            max_decompressed=o.max_decompressed,
-            max_ratio=o.max_ratio,
-            binary=o.binary,
-        )
-        tables.append(_relabel(res.table, labels))
-        scanned += int(res.stats.get("bytes", 0))
-        errs = {labels.get(e.path, e.path): f"{e.kind}: {e.message}" for e in res.errors}
-        skips = {labels.get(e.path, e.path): f"{e.kind}: {e.message}" for e in res.skipped}
-        for f in direct:
-            try:
-                digest: str | None = file_digest(job.fs, f.path)
-            except OSError:
-                digest = None
-            err = errs.get(f.rel)
-            skip = skips.get(f.rel)
-            status[f.rel] = (digest, "error" if err else "skipped" if skip else "ok", err or skip)
+    todo = [f for f in job.files if f.rel not in status]
+    n = max(1, min(len(todo), o.threads or 1))
+
+    def one(f: JobFile) -> tuple[list[pa.Table], int, tuple[str | None, str, str | None]]:
+        return _stream_file(job, f, scanner, o)
+
+    with contextlib.ExitStack() as stack:
+        if n == 1:
+            results: Iterator[Any] = map(one, todo)
+        else:  # files of one job in parallel (the scanner's C calls release the GIL)
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = stack.enter_context(ThreadPoolExecutor(n, thread_name_prefix="denpex-file"))
+            results = pool.map(one, todo)
+        for f, (file_tables, file_bytes, file_status) in zip(todo, results):
+            tables.extend(file_tables)
+            if len(tables) >= 256:  # one small table per file costs more than its rows
+                tables = [pa.concat_tables(tables).combine_chunks()]
+            scanned += file_bytes
+            status[f.rel] = file_status
             if on_file:
                 on_file(f.size)
-    for f in job.files:
-        if f.rel in status:
-            continue
-        errors: list[str] = []
-        skipped: list[str] = []
-        hr: HashingReader | None = None
-        try:
-            with job.fs.open(f.path, "rb") as raw:
-                hr = HashingReader(raw)
-                if f.is_tar:
-                    try:
-                        for label, member in _members(hr, f.rel):
-                            r = scanner.scan_stream(
-                                member,
-                                label,
-                                max_decompressed=o.max_decompressed,
-                                max_ratio=o.max_ratio,
-                                binary=o.binary,
-                            )
-                            if r.table.num_rows:
-                                tables.append(r.table)
-                            if len(tables) >= 256:
-                                # one small table per member costs far more than its rows
-                                tables = [pa.concat_tables(tables).combine_chunks()]
-                            scanned += int(r.stats["bytes"])
-                            errors += [f"{e.path}: {e.kind}: {e.message}" for e in r.errors]
-                            skipped += [e.path for e in r.skipped]
-                    except StreamError as exc:
-                        errors.append(f"{f.rel}: {exc}")
-                else:
-                    r = scanner.scan_stream(
-                        _Unclosed(hr),
-                        f.rel,
-                        max_decompressed=o.max_decompressed,
-                        max_ratio=o.max_ratio,
-                        binary=o.binary,
-                    )
-                    tables.append(r.table)
-                    scanned += int(r.stats["bytes"])
-                    errors += [f"{e.kind}: {e.message}" for e in r.errors]
-                    skipped += [f"{e.kind}: {e.message}" for e in r.skipped]
-                hr.drain()  # the hash covers the whole file, even after damage
-        except OSError as exc:
-            errors.append(f"open: {exc.strerror or exc}")
-            hr = None
-        if errors:
-            state, note = "error", "; ".join(errors[:20])
-        elif skipped and not f.is_tar:
-            state, note = "skipped", skipped[0]
-        elif skipped:  # the archive was read; some members were binary
-            more = f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""
-            state, note = "ok", f"binary members skipped: {', '.join(skipped[:5])}{more}"
-        else:
-            state, note = "ok", None
-        status[f.rel] = (hr.digest() if hr else None, state, note)
-        if on_file:
-            on_file(f.size)
     table = pa.concat_tables(tables) if tables else MATCH_SCHEMA.empty_table()
     table = table.cast(MATCH_SCHEMA) if table.schema != MATCH_SCHEMA else table
     manifest = _manifest([(f, *status[f.rel]) for f in job.files])
     return table, manifest, scanned
+
+
+def _stream_file(
+    job: Job, f: JobFile, scanner: Any, o: IndexOptions
+) -> tuple[list[pa.Table], int, tuple[str | None, str, str | None]]:
+    """One file of a job, read once: its match tables, the bytes scanned and its
+    manifest entry (content hash from the same pass, status, error)."""
+    tables: list[pa.Table] = []
+    scanned = 0
+    errors: list[str] = []
+    skipped: list[str] = []
+    hr: HashingReader | None = None
+    try:
+        with job.fs.open(f.path, "rb") as raw:
+            hr = HashingReader(raw)
+            if f.is_tar:
+                try:
+                    for label, member in _members(hr, f.rel):
+                        r = scanner.scan_stream(
+                            member,
+                            label,
+                            max_decompressed=o.max_decompressed,
+                            max_ratio=o.max_ratio,
+                            binary=o.binary,
+                        )
+                        if r.table.num_rows:
+                            tables.append(r.table)
+                        if len(tables) >= 256:
+                            # one small table per member costs far more than its rows
+                            tables = [pa.concat_tables(tables).combine_chunks()]
+                        scanned += int(r.stats["bytes"])
+                        errors += [f"{e.path}: {e.kind}: {e.message}" for e in r.errors]
+                        skipped += [e.path for e in r.skipped]
+                except StreamError as exc:
+                    errors.append(f"{f.rel}: {exc}")
+            else:
+                r = scanner.scan_stream(
+                    _Unclosed(hr),
+                    f.rel,
+                    max_decompressed=o.max_decompressed,
+                    max_ratio=o.max_ratio,
+                    binary=o.binary,
+                )
+                tables.append(r.table)
+                scanned += int(r.stats["bytes"])
+                errors += [f"{e.kind}: {e.message}" for e in r.errors]
+                skipped += [f"{e.kind}: {e.message}" for e in r.skipped]
+            hr.drain()  # the hash covers the whole file, even after damage
+    except OSError as exc:
+        errors.append(f"open: {exc.strerror or exc}")
+        hr = None
+    if errors:
+        state, note = "error", "; ".join(errors[:20])
+    elif skipped and not f.is_tar:
+        state, note = "skipped", skipped[0]
+    elif skipped:  # the archive was read; some members were binary
+        more = f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""
+        state, note = "ok", f"binary members skipped: {', '.join(skipped[:5])}{more}"
+    else:
+        state, note = "ok", None
+    return tables, scanned, (hr.digest() if hr else None, state, note)
 
 
 def _members(hr: HashingReader, label: str) -> Iterator[tuple[str, Any]]:

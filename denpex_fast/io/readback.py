@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from .sources import Input, open_reader, path_from_display, resolve_inputs
+from .sources import SNIFF_BYTES, Input, classify_head, open_reader, path_from_display
 
 # a compressed input is decoded forward at most this far for one question
 MAX_DECODE = 256 << 20
@@ -125,11 +125,15 @@ class JobBytes:
                 os.close(fd)
                 return self._fds[label], True
             self._fds[label] = fd
-            for old in [k for k in self._fds if k not in self._pinned]:
-                if len(self._fds) <= MAX_OPEN:
-                    break
-                os.close(self._fds.pop(old))
+            self._evict()
         return fd, True
+
+    def _evict(self) -> None:
+        # least recently used first, never a file inside a reading() block (lock held)
+        for old in [k for k in self._fds if k not in self._pinned]:
+            if len(self._fds) <= MAX_OPEN:
+                break
+            os.close(self._fds.pop(old))
 
     @classmethod
     def from_scan(cls, result: Any, locations: Mapping[str, str] | None = None) -> JobBytes:
@@ -146,10 +150,35 @@ class JobBytes:
             return self._inputs[label]
         path = self._locations.get(label)
         raw = os.fsencode(path) if path is not None else path_from_display(label)
-        found, _ = resolve_inputs([raw])
-        inp = found[0] if len(found) == 1 and found[0].path is not None else None
+        inp = self._classify(label, raw)
         self._inputs[label] = inp
         return inp
+
+    def _classify(self, label: str, raw: bytes) -> Input | None:
+        # one open for the type sniff and the reads after it: inside
+        # keep_open() the descriptor stays for them
+        try:
+            fd = os.open(raw, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        kept = False
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            inp = classify_head(raw, st, os.pread(fd, SNIFF_BYTES, 0))
+            if inp.compression is None:
+                with self._lock:
+                    if self._keep and label not in self._fds:
+                        self._fds[label] = fd
+                        kept = True
+                        self._evict()
+            return inp
+        except OSError:
+            return None
+        finally:
+            if not kept:
+                os.close(fd)
 
     @contextmanager
     def reading(self, label: str) -> Iterator[Callable[[int, int], bytes] | None]:

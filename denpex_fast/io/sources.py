@@ -322,6 +322,13 @@ def _classify(path: bytes, st: os.stat_result) -> Input | FileError:
             head = f.read(SNIFF_BYTES)
     except OSError as exc:
         return file_error_from_os(name, exc)
+    return classify_head(path, st, head)
+
+
+def classify_head(path: bytes, st: os.stat_result, head: bytes) -> Input:
+    """The :class:`Input` of a regular file from its stat and its first
+    :data:`SNIFF_BYTES` bytes (for a caller that already holds them open)."""
+    name = display_name(path)
     kind = sniff(head)
     binary = None if kind else binary_reason(head)
     return Input(name, path, kind, st.st_size, binary, wrong_magic(name, head))
