@@ -26,6 +26,7 @@ LAYERS = {
     "cachedir": 0,
     "tables": 0,
     "textsafe": 0,
+    "config": 0,
     "io": 1,
     "kb": 2,
     "engine": 3,
