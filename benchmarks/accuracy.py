@@ -12,7 +12,11 @@ named incident) **and** the named rank are the truth's.  Columns:
 * grouped CV: each dev case scored by a model fitted without its group
   (source thread or generator fault), 5 folds;
 * blind: the dev-fitted model on the blind partition (public cases gathered
-  after the partition was frozen; nothing was fitted or written against them).
+  after the partition was frozen; nothing was fitted or written against them);
+* held-out jobs: the shipped model on ``tests/corpus/holdout2`` (real jobs of
+  another training script, other log styles, other faults and launcher
+  layouts, generated once by ``tests/corpus/holdout.py --variant 2`` and
+  frozen; its first family, ``holdout/``, was used in development and is dev).
 
 Then a reliability table: confidence shown vs accuracy observed, per bucket.
 """
@@ -42,6 +46,8 @@ def main(argv: list[str]) -> int:
         str(ROOT / "tests/corpus/matrix-shift1"),
         str(ROOT / "tests/corpus/matrix-shift2"),
         str(ROOT / "tests/corpus/public"),
+        str(ROOT / "tests/corpus/holdout"),
+        str(ROOT / "tests/corpus/holdout2"),
     ]
     rep = evaluate(roots)
     dev = rep.subset("dev")
@@ -54,6 +60,7 @@ def main(argv: list[str]) -> int:
         ("grouped CV", rep.summary("dev", cv)),
         ("blind", rep.summary("blind", insample)),
         ("blind, as shipped", rep.summary("blind")),
+        ("held-out jobs", rep.summary("held-out")),
     ]
     rows = [
         (
@@ -74,7 +81,7 @@ def main(argv: list[str]) -> int:
     print(f"{'':54}" + "".join(f"{n:>19}" for n, _ in cols))
     for label, fn in rows:
         print(f"{label:54}" + "".join(f"{_fmt(fn(s)):>19}" for _, s in cols))
-    for part in ("dev", "blind"):
+    for part in ("dev", "blind", "held-out"):
         tr = [
             r
             for r in rep.subset(part)
@@ -91,6 +98,7 @@ def main(argv: list[str]) -> int:
     for title, part, c, o in (
         ("grouped CV (dev)", "dev", conf, cv),
         ("blind, as shipped", "blind", None, None),
+        ("held-out jobs, as shipped", "held-out", None, None),
     ):
         print(f"  {title}")
         for b in rep.reliability(part, conf=c, outcome=o):

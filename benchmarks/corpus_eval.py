@@ -69,7 +69,7 @@ class CaseResult:
     launcher_rank: int | None = None  # torchrun's "Root Cause (first observed failure)" rank
     expected: str = "failure"  # failure | no-failure-found | stopped
     group: str = ""  # cross-validation group (source thread / generator fault)
-    partition: str = "dev"  # dev | blind
+    partition: str = "dev"  # dev | blind | held-out
     grep_right: bool = False  # the first line of a plain error grep is right
     X: Any = field(default=None, repr=False)  # candidate features (ranker.FEATURE_NAMES)
     labels: Any = field(default=None, repr=False)  # which candidates name the truth
@@ -174,13 +174,18 @@ PARTITION_FILE = "partition.json"
 
 
 def partition(case: Path) -> str:
-    """``blind`` or ``dev``, by the frozen rule in the corpus root's
-    ``partition.json`` (``{"blind_public_from": N}``: public cases numbered N
-    and above, gathered after the rule was frozen, are blind)."""
+    """``dev``, ``blind`` or ``held-out``, by the frozen rule in the corpus root's
+    ``partition.json``: public cases numbered ``blind_public_from`` and above
+    (gathered after the rule was frozen) are ``blind``; every case of a
+    directory named in ``held_out_dirs`` (a family of real jobs generated once
+    with a script and launchers of its own, then frozen) is ``held-out``.
+    Only ``dev`` cases are ever fitted on."""
     for root in (case.parent, case.parent.parent):
         f = root / PARTITION_FILE
         if f.is_file():
             rule = json.loads(f.read_text())
+            if case.parent.name in rule.get("held_out_dirs", ()):
+                return "held-out"
             m = re.match(r"(\d+)-", case.name)
             if (
                 case.parent.name == "public"
@@ -329,7 +334,10 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
         return os.path.relpath(f, case)
 
     def hits(
-        file: str | None, lines: tuple[int, int] | None, texts: Sequence[str], rank: int | None
+        file: str | None,
+        lines: Sequence[tuple[int, int]] | None,
+        texts: Sequence[str],
+        rank: int | None,
     ) -> tuple[bool, bool]:
         line_ok = False
         if sub:
@@ -337,7 +345,7 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
         elif t_where is None:
             line_ok = True  # the truth names a rank only
         elif file is not None and lines is not None:
-            line_ok = (rel(file) == t_file and lines[0] <= t_line <= lines[1]) or (
+            line_ok = (rel(file) == t_file and any(lo <= t_line <= hi for lo, hi in lines)) or (
                 bool(t_text) and any(_bare(x) == t_text for x in texts)
             )
         rank_ok = t_rank is None or (rank is not None and rank == t_rank)
@@ -351,14 +359,14 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
             lh, rh = hits(None, None, [], inc.rank)
             lh = t_where is None and not sub
         else:
-            lh, rh = hits(h.file, inc.lines, [m.text for m in inc.members], inc.rank)
+            lh, rh = hits(h.file, inc.spans, [m.text for m in inc.members], inc.rank)
         labels.append(lh and rh)
         blame.append(h is not None and not lh and _bare(h.text) in downstream)
     i = d.initiating
     inc = d.initiating_incident
     rank = inc.rank if inc is not None else d.suspect_rank
     if i is not None and inc is not None:
-        line_hit, rank_hit = hits(i.file, inc.lines, [m.text for m in inc.members], rank)
+        line_hit, rank_hit = hits(i.file, inc.spans, [m.text for m in inc.members], rank)
     else:
         line_hit, rank_hit = (
             (t_where is None and not sub and d.suspect_rank is not None),
@@ -608,13 +616,13 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     rep = evaluate(a.roots)
     for r in rep.results:
-        if r.partition == "blind" and not a.show_blind:
+        if r.partition != "dev" and not a.show_blind:
             continue
         print(
             f"{'ok' if r.right else 'XX'} {r.case[:52]:52} {r.verdict:16} rank={r.rank} "
             f"{r.signature} {r.where} (truth rank={r.truth_rank} {r.truth_where}) p={r.score:.2f}"
         )
-    for part in ("dev", "blind"):
+    for part in ("dev", "blind", "held-out"):
         print(part, json.dumps(rep.summary(part)))
     if a.fit:
         doc = refit(rep)

@@ -80,6 +80,19 @@ RANK_CASES = [
     ("srun: error: node12: task 3: Out Of Memory", 3),
     ("RuntimeError: CUDA error: an illegal memory access was encountered", None),
     ("Epoch 3: 100%|##########| 10/10", None),
+    # a script's own logger: any case, with or without brackets, separators or "of N"
+    ("[rank 2] iter 4/10 | loss 1.1602", 2),
+    ("[rank: 1] Seed set to 42", 1),
+    ("[default1]:[RANK 3] loss 0.5", 3),  # a global rank beats the local role prefix
+    ("2026-12-04T03:10:00.123Z INFO trainer.rank2 iter=4 loss=0.6931", 2),
+    ("INFO 2020-01-17 00:55:01,702 Rank 1 will connect to TCPStore server", 1),
+    ("starting: rank 3 of 4, local rank 3, pid 55", 3),
+    ("start rank=3 world=4 local_rank=3 pid=12", 3),
+    # a rank qualified by another word names another process
+    ("connection to peer rank 3 closed", None),
+    ("recv from src_rank=0 timed out", None),
+    ("local rank 1 started", None),
+    ("the ranking 3 is stale", None),
 ]
 
 

@@ -529,3 +529,39 @@ def test_a_prelude_line_opens_the_incident_of_the_error_it_announces(kb) -> None
     r = rank_events(table(rows), kb)
     inc = next(i for i in r.incidents if i.head.signature == "num-anomaly-nan-backward")
     assert inc.lines[0] > 9
+
+
+def test_last_steps_read_a_scripts_own_iteration_wording(tmp_path) -> None:
+    """A loop that says "iter 5/10" or "iter=5" (no "step") still tells where each rank stopped;
+    configuration keys such as max_iter are no progress."""
+    from denpex_fast.analysis.progress import last_steps
+
+    console = tmp_path / "console.log"
+    console.write_text(
+        "max_iter: 1000\n"
+        + "".join(
+            f"[rank {r}] iter {s}/10 | loss 0.5 | 3.1 ms/it\n"
+            for s in range(1, 9)
+            for r in range(3)
+            if not (r == 2 and s > 4)
+        )
+        + "".join(
+            f"2026-12-04T03:10:00.123Z INFO trainer.rank3 iter={s} loss=0.6\n" for s in range(1, 7)
+        )
+    )
+    assert last_steps([str(console)]) == {0: 8, 1: 8, 2: 4, 3: 6}
+
+
+def test_last_steps_split_lines_two_ranks_wrote_at_once(tmp_path) -> None:
+    """mpirun --tag-output (or torchrun --tee) can put one rank's text inside another's
+    line when both write at once; each part counts for the rank whose prefix starts it."""
+    from denpex_fast.analysis.progress import last_steps
+
+    console = tmp_path / "console.log"
+    console.write_text(
+        "[1,0]<stdout>:[rank 0] iter 9/10 | loss 1.0\n"
+        "[1,1]<stdout>:[rank 1] iter 9/10 | loss 1.0\n"
+        "[1,0]<stdout>:[rank 0] iter 10/10 | loss 1.1[1,1]<stdout>:[rank 1] iter 10/10 | loss 1.2\n"
+        "[1,0]<stdout>:\n"
+    )
+    assert last_steps([str(console)]) == {0: 10, 1: 10}

@@ -63,8 +63,10 @@ from .incidents import (
     Incident,
     assemble,
     caused_by,
+    join,
     marks,
     template,
+    tier,
 )
 
 SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
@@ -592,7 +594,9 @@ def rank_events(
     _global_ranks(live)
     _pid_ranks(live)
     device_note = _device_ranks(live) if not known_ranks else None
-    cands = assemble(live, kb, exit_code=failed_exit)
+    cands = _join_by_pid(assemble(live, kb, exit_code=failed_exit), kb)
+    _demote_accounts(cands, kb)
+    cands = _join_banners(cands, kb)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
@@ -617,9 +621,15 @@ def rank_events(
         ):
             c.tier = TIER_COLLATERAL
     cands += virtual
+    completed = any("completion" in marks(kb, e.signature) for e in events)
+    if completed and all(
+        c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands
+    ):
+        # no error anywhere and the job says it finished: a rank whose last
+        # progress line reads lower lost it to interleaved output, not a stall
+        cands = []
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
-    completed = any("completion" in marks(kb, e.signature) for e in events)
     if not cands:
         stop = None if completed else (_last_progress(events) or _last_marked(events, kb, "start"))
         if stop is not None:
@@ -788,6 +798,100 @@ _PID = re.compile(
     r"\(pid: (\d+)\)|\bpid[=: ]\s*(\d+)|[Kk]illed process (\d+)|[Kk]illing subprocess (\d+)"
     r"|\b[Pp]rocess (\d+) (?:exits|exited|spawned|with)|^[\w.-]+:(\d+):\d+ \[\d+\]"
 )
+
+
+#: lines between a launcher account's head and the record naming its process
+#: (torchrun's ChildFailedError header, its "Failures:" list, one entry)
+ACCOUNT_LINES = 10
+#: phases of lines a launcher or scheduler prints about a worker, not the worker itself
+_NOT_OWN_PHASES = frozenset({"launcher", "scheduler"})
+
+
+def _demote_accounts(cands: list[Incident], kb: Any) -> None:
+    """A launcher's account of how a rank ended (a ``ChildFailedError``
+    summary entry, mpirun's abort report: incidents holding a ``record``
+    line) restates that rank's end.  When the rank printed an error of its
+    own, that came first and says why; the account is then a consequence
+    (its abort followed a peer's failure, or repeats the rank's own fatal
+    signal line).  It stays a candidate only for a rank that printed nothing."""
+    # the head itself sits in the account (an entry is a handful of lines
+    # under the summary's header)
+    account = [
+        any(
+            "record" in marks(kb, m.signature) and abs(m.line - c.head.line) <= ACCOUNT_LINES
+            for m in c.members
+        )
+        for c in cands
+    ]
+    own = {
+        c.rank
+        for c, acc in zip(cands, account)
+        if not acc and c.rank is not None and c.head.phase not in _NOT_OWN_PHASES
+    }
+    for c, acc in zip(cands, account):
+        if acc and c.rank in own:
+            c.tier = TIER_COLLATERAL
+
+
+def _join_banners(cands: list[Incident], kb: Any) -> list[Incident]:
+    """A launcher's banner that some process failed ("Primary job terminated
+    normally, but 1 process returned a non-zero exit code") and the same
+    launcher's line naming it ("mpirun noticed that process rank 1 ...
+    exited on signal 11"), in one file, report one event: one incident,
+    named by the line that names the process."""
+    named = {}
+    for i, c in enumerate(cands):
+        if (
+            c.rank is not None
+            and c.head.phase in _NOT_OWN_PHASES
+            and not {"agent-teardown", "scheduler-teardown"} & set(marks(kb, c.head.signature))
+            and any(failed_exit(m) for m in c.members)
+        ):
+            named.setdefault(c.file, i)
+    if not named:
+        return cands
+    out = list(cands)
+    drop = set()
+    for i, c in enumerate(cands):
+        at = named.get(c.file)
+        if (
+            at is not None
+            and c.rank is None
+            and c.head.phase in _NOT_OWN_PHASES
+            and "wrapper" not in marks(kb, c.head.signature)
+        ):
+            head = out[at].head
+            out[at] = join(out[at], c, kb)
+            out[at].head, out[at].tier = head, tier(head, kb)
+            drop.add(i)
+    return [c for i, c in enumerate(out) if i not in drop]
+
+
+def _join_by_pid(cands: list[Incident], kb: Any) -> list[Incident]:
+    """Incidents of one file that name the same single process id are one
+    failure: torchrun prints a worker's death when it happens (``failed
+    (exitcode: -11) local_rank: 0 (pid: 42)``) and again in its closing
+    summary (``exitcode : -11 (pid: 42)``, ``Signal 11 (SIGSEGV) received by
+    PID 42``); the first print dates it, the summary names it best."""
+    out: list[Incident] = []
+    seen: dict[tuple[str, str], int] = {}
+    for c in cands:
+        pids = {
+            next(g for g in m.groups() if g)
+            for e in c.members
+            if (m := _PID.search(e.text)) is not None
+        }
+        if len(pids) != 1:
+            out.append(c)
+            continue
+        key = (c.file, pids.pop())
+        at = seen.get(key)
+        if at is not None and out[at].rank == c.rank:
+            out[at] = join(out[at], c, kb)
+        else:
+            seen[key] = len(out)
+            out.append(c)
+    return out
 
 
 def _pid_ranks(events: Sequence[Event]) -> None:

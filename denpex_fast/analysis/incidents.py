@@ -92,9 +92,21 @@ class Incident:
     def lines(self) -> tuple[int, int]:
         return (min(m.line for m in self.members), max(m.line for m in self.members))
 
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        """The member lines as runs (members within ``GAP`` lines of each other):
+        one run for a record printed in one piece, several for one joined from
+        places apart in its file (:func:`join`)."""
+        out: list[tuple[int, int]] = []
+        for ln in sorted(m.line for m in self.members):
+            if out and ln - out[-1][1] <= GAP:
+                out[-1] = (out[-1][0], ln)
+            else:
+                out.append((ln, ln))
+        return out
+
     def covers(self, file: str, line: int) -> bool:
-        lo, hi = self.lines
-        return file == self.file and lo <= line <= hi
+        return file == self.file and any(lo <= line <= hi for lo, hi in self.spans)
 
 
 def _head(members: Sequence[Any], kb: Any) -> Any:
@@ -194,6 +206,24 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
             ts = [m.t for m in g if m.t is not None]
             out.append(Incident(g, head, rank, host, tier(head, kb), min(ts) if ts else head.t))
     return out
+
+
+def join(a: Incident, b: Incident, kb: Any) -> Incident:
+    """One incident of two that report the same process's failure in two
+    places of one file (a launcher's exit line and its later summary entry):
+    named by the better head of the two, timed by the earlier."""
+    members = sorted([*a.members, *b.members], key=lambda e: (e.line, e.index))
+    head = _head([a.head, b.head], kb)
+    ts = [x for x in (a.t, b.t) if x is not None]
+    return Incident(
+        members,
+        head,
+        a.rank if a.rank is not None else b.rank,
+        a.host or b.host,
+        tier(head, kb),
+        min(ts) if ts else None,
+        {**b.extra, **a.extra},
+    )
 
 
 def _rank_of(group: Sequence[Any]) -> int | None:

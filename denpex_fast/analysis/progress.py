@@ -31,6 +31,9 @@ _FORMS = [
     (re.compile(rb"step[=: ]\s*(\d+)\b"), (b"", b"global_")),  # step=12, step 12, global_step=12
     (re.compile(rb"iteration\s+(\d+)/\s*\d+"), None),  # Megatron-LM
     (re.compile(rb"step': (\d+)"), (b"'", b"'global_")),  # Trainer/Accelerate dicts
+    # a user loop's own wording: iter 5/10, iter=5, Iteration: 5, iteration 5
+    (re.compile(rb"iter(?:ation)?[=: ]\s*(\d+)\b"), (b"",)),
+    (re.compile(rb"Iter(?:ation)?[=: ]\s*(\d+)\b"), (b"",)),
 ]
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -51,6 +54,20 @@ MAX_STEP_LINES = 4096
 OWN_FILE_STEP_LINES = 64
 
 
+# a launcher's per-process prefix; two ranks writing at once can put one
+# inside another's line ("...ms/it[1,2]<stdout>:[rank 2] iter 8/10")
+_TAG = re.compile(rb"\[\d+,\d+\]<std(?:out|err)>:|\[[A-Za-z_]+\d+\]:")
+
+
+def _segment_start(data: bytes, lo: int, at: int) -> int:
+    """Where the text of the process that printed ``data[at]`` starts: the
+    line start, or a launcher prefix later in the same line."""
+    start = lo
+    for t in _TAG.finditer(data, lo, at):
+        start = t.start()
+    return start
+
+
 def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], list[int]]:
     """(line text, step) of the last ``limit`` progress lines in ``data``.
 
@@ -62,7 +79,7 @@ def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], lis
         for m in rx.finditer(data):
             if allowed is not None and not _preceded(data, m.start(), allowed):
                 continue
-            lo = data.rfind(b"\n", 0, m.start()) + 1
+            lo = _segment_start(data, data.rfind(b"\n", 0, m.start()) + 1, m.start())
             got = first.get(lo)
             if got is None or m.start() < got[0]:
                 first[lo] = (m.start(), int(m.group(1)))
@@ -71,6 +88,8 @@ def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], lis
     for lo in sorted(first)[-limit:]:
         hi = data.find(b"\n", lo)
         hi = len(data) if hi < 0 else hi
+        nxt = _TAG.search(data, first[lo][0], hi)  # the next process's text, if any
+        hi = nxt.start() if nxt else hi
         texts.append(data[lo : min(hi, lo + 400)].decode("utf-8", "replace"))
         steps.append(first[lo][1])
     return texts, steps

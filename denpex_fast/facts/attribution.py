@@ -169,6 +169,17 @@ _RANK_TAG = (
     r"|'--local_rank=(?P<dl>" + _N + r")'"
 )  # DeepSpeed launcher
 _RANK_TAG_GROUPS = ["p", "r", "g", "t", "s", "m", "o", "l", "dl"]
+# The wordings a training script's own logger uses for its rank, in any case:
+# "[rank 2]", "[RANK: 2]", "rank=2", "Rank 1 will connect", "rank 3 of 8",
+# "trainer.rank2".  Weaker than every form above (tried after them); a rank
+# qualified by another word ("peer rank 3", "local rank 1", "src_rank=0")
+# names some other process, so those matches are dropped.
+_RANK_LOOSE = (
+    r"(?i)\[rank[\s:=]*(?P<k>" + _N + r")\]"
+    r"|(?i)(?:^|[^\w-])(?P<q>(?:local|peer|src|dst|remote|node|group|target|from|to|next|prev"
+    r"|tp|pp|dp|cp|ep|mp|pg|expert)[ _-])?rank ?[=:]? ?(?P<w>" + _N + r")(?:$|[^\w.]|\.\D|\.$)"
+    r"|(?i)(?:^|[\s.\[(])rank(?P<z>" + _N + r")(?:$|[\s\]:),])"
+)
 _LOCAL_TAGS = ("l", "dl")
 
 _HOST_PREFIX = (
@@ -288,6 +299,8 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
     prefix(_RANK_PREFIX, ["a", "b", "c", "d", "e"], False)
     at, parts = _extract(head, np.flatnonzero(rank < 0), _RANK_TAG)
     tag_local = np.zeros(0, np.int64)
+    tagged = np.zeros(n, bool)  # a strong tag decided (maybe "another group's rank": none)
+    tagged[at] = True
     if parts is not None:
         val, which = _groups_int(parts, _RANK_TAG_GROUPS)
         pg = parts.field("pg")
@@ -299,6 +312,11 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
         is_local = np.isin(which, [_RANK_TAG_GROUPS.index(x) for x in _LOCAL_TAGS])
         rank[at[~is_local]] = val[~is_local]
         tag_local = np.c_[at[is_local], val[is_local]]
+    at, parts = _extract(head, np.flatnonzero((rank < 0) & ~tagged), _RANK_LOOSE)
+    if parts is not None:
+        val, _ = _groups_int(parts, ["k", "w", "z"])
+        val[pc.not_equal(parts.field("q"), "").to_numpy(zero_copy_only=False)] = -1
+        rank[at] = val
     # local ranks last: the launcher's role prefix, then local_rank: tags
     prefix(_LOCAL_PREFIX_AT0, ["l"], True)
     prefix(_LOCAL_PREFIX, ["l"], True)
