@@ -839,7 +839,7 @@ def _join_banners(cands: list[Incident], kb: Any) -> list[Incident]:
     launcher's line naming it ("mpirun noticed that process rank 1 ...
     exited on signal 11"), in one file, report one event: one incident,
     named by the line that names the process."""
-    named = {}
+    named: dict[str, int] = {}
     for i, c in enumerate(cands):
         if (
             c.rank is not None
