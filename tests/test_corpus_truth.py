@@ -193,3 +193,36 @@ def test_generator_locates_initiating_line(tmp_path: Path):
     # The job really ran: the faulted rank logged progress before it exited.
     rank1 = [p for p in case_dir.rglob("stderr.log") if "rank=1 " in p.read_text(errors="replace")]
     assert rank1 and "step=4 loss=" in rank1[0].read_text(errors="replace")
+
+
+# -- the held-out family (tests/corpus/holdout.py) --------------------------------------
+
+HOLDOUT_CASES = sorted(
+    p.parent
+    for root in ("holdout", "holdout2")
+    for p in (Path(__file__).parent / "corpus" / root).glob("*/truth.json")
+)
+
+
+def test_holdout_families_are_present() -> None:
+    names = {p.parent.name for p in HOLDOUT_CASES}
+    assert {"holdout", "holdout2"} <= names
+    assert len(HOLDOUT_CASES) >= 60
+
+
+@pytest.mark.parametrize(
+    "case", HOLDOUT_CASES, ids=[f"{p.parent.name}/{p.name}" for p in HOLDOUT_CASES]
+)
+def test_holdout_truth_lines_exist_verbatim(case: Path) -> None:
+    t = json.loads((case / "truth.json").read_text())
+    assert t["case"] == case.name and t["source"] == "generated"
+    assert t["generator"].startswith("tests/corpus/holdout.py --variant ")
+    named = [t["initiating"], *t["downstream"]] if t["initiating"] else []
+    assert t["healthy"] == (t["initiating"] is None)
+    for x in named:
+        lines = (case / x["file"]).read_bytes().decode("utf-8", "replace").splitlines()
+        assert lines[x["line"] - 1] == x["text"], x
+    for f in case.rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert b"/tmp/denpex-holdout-" not in data and b"/work/" not in data, f

@@ -621,7 +621,7 @@ def rank_events(
         ):
             c.tier = TIER_COLLATERAL
     cands += virtual
-    completed = any("completion" in marks(kb, e.signature) for e in events)
+    completed = _completed(events, kb)
     if completed and all(
         c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands
     ):
@@ -805,6 +805,20 @@ _PID = re.compile(
 ACCOUNT_LINES = 10
 #: phases of lines a launcher or scheduler prints about a worker, not the worker itself
 _NOT_OWN_PHASES = frozenset({"launcher", "scheduler"})
+
+
+def _completed(events: Sequence[Event], kb: Any) -> bool:
+    """Whether the job says it finished: a ``completion`` line that no
+    progress line of its file follows (a "done" printed mid-run, by a
+    loading step, says nothing about the end)."""
+    last_step: dict[str, int] = {}
+    for e in events:
+        if field_number(e.fields, STEP_FIELDS) is not None:
+            last_step[e.file] = max(last_step.get(e.file, 0), e.line)
+    return any(
+        "completion" in marks(kb, e.signature) and e.line > last_step.get(e.file, 0)
+        for e in events
+    )
 
 
 def _demote_accounts(cands: list[Incident], kb: Any) -> None:

@@ -179,7 +179,7 @@ def cases() -> list[HCase]:
 
 
 def dirname(c: HCase) -> str:
-    return f"{cases().index(c) + 1:03d}-{c.name}"
+    return ("" if VARIANT == 1 else f"v{VARIANT}-") + f"{cases().index(c) + 1:03d}-{c.name}"
 
 
 def command(c: HCase, port: int, data_dir: Path) -> list[str]:
@@ -502,10 +502,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.list:
         for c in todo:
             print(
-                f"{dirname(c):28s} rank {c.rank if c.rank >= 0 else '-'}  {LAUNCHERS[c.launcher][0]}"
+                f"{dirname(c):28s} rank {c.rank if c.rank >= 0 else '-'}  "
+                f"{LAUNCHERS[c.launcher][0]} ({style_of(c.launcher)})"
             )
         return 0
-    want = {re.sub(r"^\d{3}-", "", n) for n in a.cases.split(",") if n.strip()}
+    want = {re.sub(r"^(?:v\d-)?\d{3}-", "", n) for n in a.cases.split(",") if n.strip()}
     failed = 0
     for c in todo:
         if want and c.name not in want:
