@@ -816,8 +816,7 @@ def _completed(events: Sequence[Event], kb: Any) -> bool:
         if field_number(e.fields, STEP_FIELDS) is not None:
             last_step[e.file] = max(last_step.get(e.file, 0), e.line)
     return any(
-        "completion" in marks(kb, e.signature) and e.line > last_step.get(e.file, 0)
-        for e in events
+        "completion" in marks(kb, e.signature) and e.line > last_step.get(e.file, 0) for e in events
     )
 
 
