@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 #: name -> what it is
 NAMES: dict[str, str] = {
@@ -122,6 +121,8 @@ def file_names(table: pa.Table) -> list[str]:
     """Every file label of a match table, across all its chunks."""
     if not table.num_rows:
         return []
+    import pyarrow.compute as pc  # here, not at import: it costs ~25 ms of start-up
+
     return [
         x for x in pc.unique(table.column("file").cast(pa.string())).to_pylist() if x is not None
     ]
@@ -142,6 +143,8 @@ def file_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
             else np.zeros(0, np.int64)
         )
         return codes.astype(np.int64), [str(x) for x in names]
+    import pyarrow.compute as pc
+
     enc = pc.dictionary_encode(col).combine_chunks()
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
 
