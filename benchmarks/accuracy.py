@@ -16,7 +16,7 @@ named incident) **and** the named rank are the truth's.  Columns:
 * held-out jobs: the shipped model on ``tests/corpus/holdout2`` (real jobs of
   another training script, other log styles, other faults and launcher
   layouts, generated once by ``tests/corpus/holdout.py --variant 2`` and
-  frozen; its first family, ``holdout/``, was used in development and is dev).
+  frozen; ``holdout/`` and ``holdout3/`` were used in development and are dev).
 
 Then a reliability table: confidence shown vs accuracy observed, per bucket.
 """
@@ -48,6 +48,7 @@ def main(argv: list[str]) -> int:
         str(ROOT / "tests/corpus/public"),
         str(ROOT / "tests/corpus/holdout"),
         str(ROOT / "tests/corpus/holdout2"),
+        str(ROOT / "tests/corpus/holdout3"),
     ]
     rep = evaluate(roots)
     dev = rep.subset("dev")

@@ -93,6 +93,12 @@ RANK_CASES = [
     ("recv from src_rank=0 timed out", None),
     ("local rank 1 started", None),
     ("the ranking 3 is stale", None),
+    # torch.multiprocessing.spawn names the failed child by its process index
+    ("-- Process 3 terminated with the following error:", 3),
+    (
+        "torch.multiprocessing.spawn.ProcessExitedException: process 2 terminated with signal SIGKILL",
+        2,
+    ),
 ]
 
 

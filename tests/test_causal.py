@@ -565,3 +565,17 @@ def test_last_steps_split_lines_two_ranks_wrote_at_once(tmp_path) -> None:
         "[1,0]<stdout>:\n"
     )
     assert last_steps([str(console)]) == {0: 10, 1: 10}
+
+
+def test_agent_lines_do_not_join_a_worker_traceback_they_interleave_with(kb) -> None:
+    """In a torchrun --tee console the agent's own lines (no prefix) sit between its
+    workers' prefixed lines; a rank's traceback and the agent's warning after it are
+    two records, so the agent's line does not lend the rank its words."""
+    from denpex_fast.analysis.incidents import _same_writer
+
+    assert _same_writer("[default0]:[rank2]: RuntimeError: boom", "[default1]:[rank3]: x")
+    assert _same_writer("RuntimeError: boom", "KeyError: 'x'")
+    assert not _same_writer(
+        "[default0]:[rank2]: RuntimeError: Connection closed by peer",
+        "[W1204 03:32:55.825106027 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed",
+    )

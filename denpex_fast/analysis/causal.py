@@ -448,6 +448,24 @@ def _watchdog_suspect(
         sig, waiting = max(by_sig.items(), key=lambda kv: len(kv[1]))
         sig = f"a {sig} timeout"
         silent = sorted(known_ranks - waiting)
+        # a rank the launcher stopped (SIGTERM) after the failure says nothing
+        # either way; of the others, the one that reported no wait is the one
+        torn = {
+            e.rank
+            for e in events
+            if e.rank is not None
+            and (
+                exit_status(e) in AGENT_SIGTERM_CODES
+                or {"agent-teardown", "scheduler-teardown"} & set(marks(kb, e.signature))
+            )
+        }
+        if len(silent) > 1 and len([r for r in silent if r not in torn]) == 1:
+            (alone,) = [r for r in silent if r not in torn]
+            return alone, [
+                f"{len(waiting)} ranks report {sig}, the launcher stopped "
+                f"{', '.join(map(str, sorted(torn & set(silent))))}; rank {alone} did neither: "
+                "the others were waiting for it"
+            ]
         if len(waiting) >= 2 and len(silent) == 1:
             return silent[0], [
                 f"{len(waiting)} ranks report {sig}; rank {silent[0]} does not: "

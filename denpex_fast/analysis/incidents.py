@@ -116,7 +116,9 @@ def _head(members: Sequence[Any], kb: Any) -> Any:
         # a wrapper's own exception lines only restate it (``ncclSystemError:``
         # under ``NCCL error in:``): open-world lines win only through caused_by
         pool = [m for m in members if tiers[id(m)] != TIER_OPEN] or pool
-    best = min(pool, key=lambda e: (tiers[id(e)], e.line))
+    # a launcher stopping the other workers ("closing signal SIGTERM") is never
+    # what names the record of the worker that failed
+    best = min(pool, key=lambda e: (tiers[id(e)], _teardown(kb, e.signature), e.line))
     seen = {id(best)}
     while True:
         deeper = [
@@ -130,6 +132,10 @@ def _head(members: Sequence[Any], kb: Any) -> Any:
             return best
         best = min(deeper, key=lambda e: e.line)
         seen.add(id(best))
+
+
+def _teardown(kb: Any, sig_id: str) -> bool:
+    return bool({"agent-teardown", "scheduler-teardown"} & set(marks(kb, sig_id)))
 
 
 def _compatible(open_rank: int | None, rank: int | None) -> bool:
@@ -177,7 +183,11 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
         live: list[list[Any]] = []  # groups whose last line is within GAP
         for e in evs:
             live = [g for g in live if e.line - g[-1].line <= GAP]
-            fits = [g for g in live if _compatible(_rank_of(g), e.rank)]
+            fits = [
+                g
+                for g in live
+                if _compatible(_rank_of(g), e.rank) and _same_writer(g[-1].text, e.text)
+            ]
             if fits:
                 max(fits, key=lambda g: g[-1].line).append(e)
             else:
@@ -224,6 +234,14 @@ def join(a: Incident, b: Incident, kb: Any) -> Incident:
         min(ts) if ts else None,
         {**b.extra, **a.extra},
     )
+
+
+def _same_writer(a: str, b: str) -> bool:
+    """Whether two nearby lines of one console can be one record: both carry a
+    launcher's per-process prefix (``[default0]:``, ``[1,2]<stderr>:``) or
+    neither does.  The agent's own lines (no prefix) interleave with its
+    workers' (prefixed) and belong to another process."""
+    return bool(_PREFIXES.match(a or "")) == bool(_PREFIXES.match(b or ""))
 
 
 def _rank_of(group: Sequence[Any]) -> int | None:

@@ -60,6 +60,9 @@ LAUNCHERS = {
     "acc": ("accelerate launch --multi_gpu, 1 node x 4 ranks on the CPU", "plain"),
     "dsl": ("deepspeed launcher, 1 node x 4 ranks, console only", "iso"),
     "mpi": ("mpirun --tag-output, 1 node x 4 ranks, console only", "plain"),
+    # variant 3 only
+    "spawn": ("torch.multiprocessing.spawn from the script, 4 ranks, one console", "plain"),
+    "tr2n": ("torchrun, 2 nodes (two agents, c10d) x 2 ranks, --tee 3, a console per node", "iso"),
 }
 
 # fault -> (how its first line is found, description, root cause)
@@ -150,22 +153,31 @@ class HCase:
 VARIANT = 1
 
 
+#: ``--variant 3`` (``holdout3/``): the two layouts the first variants lack
+PLAN3: dict[str, tuple[str, ...]] = {
+    "spawn": ("keyerror", "sigkill", "exit", "hang", "nonfinite", "oom"),
+    "tr2n": ("missing-shard", "abort", "sigkill", "slow", "assert", "exit"),
+}
+
+
 def _plan() -> dict[str, tuple[str, ...]]:
     if VARIANT == 1:
         return PLAN
+    if VARIANT == 3:
+        return PLAN3
     keys = list(PLAN)
     return {k: PLAN[keys[(i + 1) % len(keys)]] for i, k in enumerate(keys)}
 
 
 def style_of(launcher: str) -> str:
     style = LAUNCHERS[launcher][1]
-    if VARIANT == 1:
+    if VARIANT in (1, 3):
         return style
     return "plain" if style == "iso" else "iso"
 
 
 def fault_step() -> int:
-    return FAULT_STEP if VARIANT == 1 else FAULT_STEP - 1
+    return FAULT_STEP - 1 if VARIANT == 2 else FAULT_STEP
 
 
 def cases() -> list[HCase]:
@@ -205,6 +217,24 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
     ]
     bindir = Path(sys.executable).parent
     rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}"]
+    if c.launcher == "spawn":
+        return [sys.executable, *worker, "--spawn", "4"]
+    if c.launcher == "tr2n":
+        return [
+            *g.torchrun_cmd(),
+            "--nnodes",
+            "2",
+            "--nproc-per-node",
+            "2",
+            *rdzv,
+            "--rdzv-id",
+            "holdout",
+            "--max-restarts",
+            "0",
+            "--tee",
+            "3",
+            *worker,
+        ]
     if c.launcher == "tee":
         return [
             *g.torchrun_cmd(),
@@ -293,26 +323,59 @@ def run(c: HCase, root: Path) -> tuple[Path, dict[str, Any]]:
     env.update(TZ="UTC", PYTHONUNBUFFERED="1", GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
     if c.launcher == "dsl":
         env["DS_ACCELERATOR"] = "cpu"
+    port = g.free_port()
+    if c.launcher == "spawn":
+        env["MASTER_PORT"] = str(port)
+    cmd = command(c, port, data_dir)
+    # two agents on this machine act as two nodes, each writing its own console
+    agents = (
+        [
+            (
+                case_dir / f"node{n}",
+                [
+                    *cmd[: cmd.index("--tee")],
+                    "--local-addr",
+                    f"127.0.0.{n + 1}",
+                    *cmd[cmd.index("--tee") :],
+                ],
+            )
+            for n in (0, 1)
+        ]
+        if c.launcher == "tr2n"
+        else [(case_dir, cmd)]
+    )
     started = time.time()
-    with open(case_dir / "console.log", "wb") as console:
-        p = subprocess.Popen(
-            command(c, g.free_port(), data_dir),
-            cwd=case_dir,
-            env=env,
-            stdout=console,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    procs = []
+    try:
+        for where, argv in agents:
+            where.mkdir(exist_ok=True)
+            console = open(where / "console.log", "wb")
+            p = subprocess.Popen(
+                argv,
+                cwd=where,
+                env=env,
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            procs.append((p, console))
+            if len(agents) > 1:
+                time.sleep(1.0)  # node0 hosts the rendezvous store
         timed_out = False
-        try:
-            p.wait(timeout=180)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        g._kill_group(p)
+        for p, _ in procs:
+            try:
+                p.wait(timeout=max(0.1, started + 180 - time.time()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        for p, console in procs:
+            g._kill_group(p)
+            console.close()
     shutil.rmtree(data_dir, ignore_errors=True)
+    codes = [p.returncode for p, _ in procs]
     return case_dir, {
-        "exit": p.returncode,
+        "exit": next((x for x in codes if x), 0),
         "seconds": round(time.time() - started, 1),
         "timed_out": timed_out,
     }
@@ -350,6 +413,11 @@ def _is_ranks(path: Path, line: str, rank: int) -> bool:
     fr = _rank_of_file(path)
     if fr is not None:
         return fr == rank
+    node = re.search(r"(?:^|/)node(\d)/", path.as_posix())
+    if node is not None:  # two nodes x 2 ranks: the node's prefixes are local ranks
+        if int(node.group(1)) != rank // 2:
+            return False
+        return bool(re.match(rf"^\[default{rank % 2}\]:", line))
     if _rank_tag(rank).search(line):
         return True
     if re.match(r"^\[(?:default\d+\]:|1,\d+\]<)", line):
@@ -392,7 +460,14 @@ def locate(c: HCase, case_dir: Path) -> dict[str, Any]:
             hit = first(rf"Fatal Python error: {word}", files, c.rank)
         if hit is None:
             code = f"-{sig}" if sig else str(EXIT_CODE)
-            if c.launcher in ("tee", "files", "acc"):
+            if c.launcher == "tr2n":
+                pat = rf"failed \(exitcode: {code}\) local_rank: {c.rank % 2} "
+                console = case_dir / f"node{c.rank // 2}" / "console.log"
+            elif c.launcher == "spawn":
+                names = {"9": "SIGKILL", "11": "SIGSEGV", "6": "SIGABRT"}
+                end = f"signal {names[sig]}" if sig else f"exit code {EXIT_CODE}"
+                pat = rf"process {c.rank} terminated with {end}"
+            elif c.launcher in ("tee", "files", "acc"):
                 pat = rf"failed \(exitcode: {code}\) local_rank: {c.rank} "
             elif c.launcher == "dsl":
                 pat = rf"exits with return code = {code}$"
@@ -493,7 +568,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument(
-        "--variant", type=int, choices=(1, 2), default=1, help="1: holdout/ (default), 2: holdout2/"
+        "--variant",
+        type=int,
+        choices=(1, 2, 3),
+        default=1,
+        help="1: holdout/ (default), 2: holdout2/, 3: holdout3/ (spawn and two-node layouts)",
     )
     a = ap.parse_args(argv)
     global VARIANT

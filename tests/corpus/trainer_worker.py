@@ -16,7 +16,9 @@ the worker prints nothing about a fault before it happens, except the
 ``nonfinite`` guard, which is the application's own stop message.
 
 Rank, local rank and world size come from the launcher's environment
-(torchrun, accelerate, the deepspeed launcher) or Open MPI's ``OMPI_COMM_WORLD_*``.
+(torchrun, accelerate, the deepspeed launcher) or Open MPI's ``OMPI_COMM_WORLD_*``;
+with ``--spawn N`` the script starts its N ranks itself with
+``torch.multiprocessing.spawn`` (``MASTER_PORT`` from the environment).
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class Out:
             print(f"[rank {self.rank}] WARNING {plain}", flush=True)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--fault", choices=FAULTS, default="none")
@@ -98,7 +100,30 @@ def main() -> None:
     ap.add_argument("--exit-code", type=int, default=1)
     ap.add_argument("--data-dir", default=".")
     ap.add_argument("--local_rank", "--local-rank", type=int, default=None)  # deepspeed launcher
-    a = ap.parse_args()
+    ap.add_argument(
+        "--spawn", type=int, default=0, help="start N ranks with torch.multiprocessing.spawn"
+    )
+    return ap.parse_args()
+
+
+def _spawned(index: int, a: argparse.Namespace) -> None:
+    """One rank started by torch.multiprocessing.spawn: the process index is the rank."""
+    os.environ.update(RANK=str(index), LOCAL_RANK=str(index), WORLD_SIZE=str(a.spawn))
+    train(a)
+
+
+def main() -> None:
+    a = parse_args()
+    if a.spawn:
+        import torch.multiprocessing as mp
+
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        mp.spawn(_spawned, args=(a,), nprocs=a.spawn, join=True)
+        return
+    train(a)
+
+
+def train(a: argparse.Namespace) -> None:
 
     env = os.environ
     if "OMPI_COMM_WORLD_RANK" in env:
