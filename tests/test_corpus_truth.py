@@ -199,15 +199,15 @@ def test_generator_locates_initiating_line(tmp_path: Path):
 
 HOLDOUT_CASES = sorted(
     p.parent
-    for root in ("holdout", "holdout2", "holdout3")
+    for root in ("holdout", "holdout2", "holdout3", "holdout4")
     for p in (Path(__file__).parent / "corpus" / root).glob("*/truth.json")
 )
 
 
 def test_holdout_families_are_present() -> None:
     names = {p.parent.name for p in HOLDOUT_CASES}
-    assert {"holdout", "holdout2", "holdout3"} <= names
-    assert len(HOLDOUT_CASES) >= 75
+    assert {"holdout", "holdout2", "holdout3", "holdout4"} <= names
+    assert len(HOLDOUT_CASES) >= 90
 
 
 @pytest.mark.parametrize(

@@ -30,11 +30,14 @@ PUBLIC = HERE / "corpus" / "public"
 HOLDOUT = HERE / "corpus" / "holdout"
 HOLDOUT2 = HERE / "corpus" / "holdout2"  # its second variant: held out, scored only
 HOLDOUT3 = HERE / "corpus" / "holdout3"  # mp.spawn and two-node torchrun layouts
+HOLDOUT4 = HERE / "corpus" / "holdout4"  # held out: launch, files + console, rendezvous
 
 
 @pytest.fixture(scope="module")
 def report() -> EvalReport:
-    rep = evaluate([GENERATED, SHIFTED, SHIFTED2, PUBLIC, HOLDOUT, HOLDOUT2, HOLDOUT3], Scanner())
+    rep = evaluate(
+        [GENERATED, SHIFTED, SHIFTED2, PUBLIC, HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT4], Scanner()
+    )
     for r in rep.subset("dev"):
         print(
             f"{r.case[:48]:48} {'ok ' if r.right else 'XX '} {r.verdict:16} rank={r.rank} "

@@ -63,6 +63,9 @@ LAUNCHERS = {
     # variant 3 only
     "spawn": ("torch.multiprocessing.spawn from the script, 4 ranks, one console", "plain"),
     "tr2n": ("torchrun, 2 nodes (two agents, c10d) x 2 ranks, --tee 3, a console per node", "iso"),
+    # variant 4 only
+    "launch": ("python -m torch.distributed.launch (deprecated), 1 node x 4 ranks", "plain"),
+    "filestee": ("torchrun --log-dir --redirects 3 --tee 3: per-rank files and the console", "iso"),
 }
 
 # fault -> (how its first line is found, description, root cause)
@@ -117,6 +120,31 @@ FAULTS: dict[str, tuple[str, str, str]] = {
         "stalls silently inside a step; the peers' collective times out",
         "The fault rank stopped inside a step; its peers' collective waited for it until the timeout.",
     ),
+    "loader-kill": (
+        r"DataLoader worker \(pid\(?s?\)? ?\d+\)? (?:is killed by signal|exited unexpectedly)",
+        "loses a DataLoader worker process to SIGKILL",
+        "A DataLoader worker process of the fault rank was killed (SIGKILL), so the rank's loader raised.",
+    ),
+    "anomaly": (
+        r"RuntimeError: Function '\w+' returned nan values",
+        "takes log() of negative inputs with anomaly detection on",
+        "The fault rank's forward took log() of negative inputs; anomaly detection raised on the NaN in backward.",
+    ),
+    "target-oob": (
+        r"IndexError: Target \d+ is out of bounds",
+        "gets labels past the number of classes",
+        "The fault rank's labels ran past the number of classes, so cross_entropy raised IndexError.",
+    ),
+    "rdzv-missing": (
+        r"(?:^|\.)RendezvousTimeoutError\b",  # the exception line, not the frame's "raise" line
+        "node1's agent never starts; node0's rendezvous times out",
+        "The second node never started its agent, so the first node's rendezvous timed out waiting for it.",
+    ),
+    "rdzv-wrong-port": (
+        r"(?:timed out after \d+ms while trying to connect|Connection refused|failed to connect)",
+        "node1's agent is given the wrong rendezvous port",
+        "The second node's agent was given a rendezvous endpoint nothing listens on and could not join.",
+    ),
     "slow": (
         "@last-own",
         "computes for 60 s inside a step, still printing; the peers' collective times out",
@@ -160,18 +188,29 @@ PLAN3: dict[str, tuple[str, ...]] = {
 }
 
 
+#: ``--variant 4`` (``holdout4/``): the deprecated launcher, per-rank files with the
+#: console, data-loader, anomaly-mode and label faults, and rendezvous failures
+PLAN4: dict[str, tuple[str, ...]] = {
+    "launch": ("loader-kill", "anomaly", "target-oob", "sigkill", "hang", "exit"),
+    "filestee": ("target-oob", "loader-kill", "anomaly", "abort", "slow", "oom"),
+    "tr2n": ("rdzv-missing", "rdzv-wrong-port"),
+}
+
+
 def _plan() -> dict[str, tuple[str, ...]]:
     if VARIANT == 1:
         return PLAN
     if VARIANT == 3:
         return PLAN3
+    if VARIANT == 4:
+        return PLAN4
     keys = list(PLAN)
     return {k: PLAN[keys[(i + 1) % len(keys)]] for i, k in enumerate(keys)}
 
 
 def style_of(launcher: str) -> str:
     style = LAUNCHERS[launcher][1]
-    if VARIANT in (1, 3):
+    if VARIANT in (1, 3, 4):
         return style
     return "plain" if style == "iso" else "iso"
 
@@ -184,9 +223,12 @@ def cases() -> list[HCase]:
     out: list[HCase] = []
     shift = 0 if VARIANT == 1 else 2
     for li, (lk, faults) in enumerate(_plan().items()):
-        out.append(HCase(lk, "none", -1))
+        if not (VARIANT == 4 and lk == "tr2n"):  # its healthy control is holdout3's
+            out.append(HCase(lk, "none", -1))
         for fi, f in enumerate(faults):
-            out.append(HCase(lk, f, (li + fi * 3 + 1 + shift) % 4))
+            # a rendezvous failure happens before any rank exists
+            rank = -1 if f.startswith("rdzv") else (li + fi * 3 + 1 + shift) % 4
+            out.append(HCase(lk, f, rank))
     return out
 
 
@@ -219,6 +261,35 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
     rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}"]
     if c.launcher == "spawn":
         return [sys.executable, *worker, "--spawn", "4"]
+    if c.launcher == "launch":
+        return [
+            sys.executable,
+            "-m",
+            "torch.distributed.launch",
+            "--nproc_per_node",
+            "4",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(port),
+            *worker,
+        ]
+    if c.launcher == "filestee":
+        return [
+            *g.torchrun_cmd(),
+            "--nnodes",
+            "1",
+            "--nproc-per-node",
+            "4",
+            *rdzv,
+            "--log-dir",
+            "logs",
+            "--redirects",
+            "3",
+            "--tee",
+            "3",
+            *worker,
+        ]
     if c.launcher == "tr2n":
         return [
             *g.torchrun_cmd(),
@@ -328,22 +399,22 @@ def run(c: HCase, root: Path) -> tuple[Path, dict[str, Any]]:
         env["MASTER_PORT"] = str(port)
     cmd = command(c, port, data_dir)
     # two agents on this machine act as two nodes, each writing its own console
-    agents = (
-        [
-            (
-                case_dir / f"node{n}",
-                [
-                    *cmd[: cmd.index("--tee")],
-                    "--local-addr",
-                    f"127.0.0.{n + 1}",
-                    *cmd[cmd.index("--tee") :],
-                ],
-            )
-            for n in (0, 1)
-        ]
-        if c.launcher == "tr2n"
-        else [(case_dir, cmd)]
-    )
+    agents = [(case_dir, cmd)]
+    if c.launcher == "tr2n":
+        # two agents on this machine act as two nodes, each writing its own console
+        agents = []
+        for n in (0, 1):
+            if n == 1 and c.fault == "rdzv-missing":
+                continue  # the second node never comes up
+            argv = list(cmd)
+            conf = "join_timeout=20" if c.fault.startswith("rdzv") else "join_timeout=60"
+            if n == 1 and c.fault == "rdzv-wrong-port":
+                wrong = g.free_port()
+                argv[argv.index(f"127.0.0.1:{port}")] = f"127.0.0.1:{wrong}"
+                conf += ",is_host=false,read_timeout=10"
+            at = argv.index("--tee")
+            argv[at:at] = ["--local-addr", f"127.0.0.{n + 1}", "--rdzv-conf", conf]
+            agents.append((case_dir / f"node{n}", argv))
     started = time.time()
     procs = []
     try:
@@ -376,6 +447,7 @@ def run(c: HCase, root: Path) -> tuple[Path, dict[str, Any]]:
     codes = [p.returncode for p, _ in procs]
     return case_dir, {
         "exit": next((x for x in codes if x), 0),
+        "agents": len(procs),
         "seconds": round(time.time() - started, 1),
         "timed_out": timed_out,
     }
@@ -439,7 +511,10 @@ def locate(c: HCase, case_dir: Path) -> dict[str, Any]:
         return None
 
     hit = None
-    if how == "@last-own":
+    if c.fault.startswith("rdzv"):
+        node = case_dir / ("node1" if c.fault == "rdzv-wrong-port" else "node0") / "console.log"
+        hit = first(how, [node], None)
+    elif how == "@last-own":
         own = _own(c.rank)
         stop = re.compile(rf"(?:iter {fault_step()}[:/]|iter={fault_step()} )")
         best = None
@@ -467,7 +542,7 @@ def locate(c: HCase, case_dir: Path) -> dict[str, Any]:
                 names = {"9": "SIGKILL", "11": "SIGSEGV", "6": "SIGABRT"}
                 end = f"signal {names[sig]}" if sig else f"exit code {EXIT_CODE}"
                 pat = rf"process {c.rank} terminated with {end}"
-            elif c.launcher in ("tee", "files", "acc"):
+            elif c.launcher in ("tee", "files", "acc", "launch", "filestee"):
                 pat = rf"failed \(exitcode: {code}\) local_rank: {c.rank} "
             elif c.launcher == "dsl":
                 pat = rf"exits with return code = {code}$"
@@ -482,7 +557,7 @@ def locate(c: HCase, case_dir: Path) -> dict[str, Any]:
         raise RuntimeError(f"{c.name}: initiating line not found ({how})")
     path, line, text = hit
     return {
-        "rank": c.rank,
+        "rank": c.rank if c.rank >= 0 else None,
         "host": "corpus-host",
         "file": path.relative_to(case_dir).as_posix(),
         "line": line,
@@ -570,9 +645,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--variant",
         type=int,
-        choices=(1, 2, 3),
+        choices=(1, 2, 3, 4),
         default=1,
-        help="1: holdout/ (default), 2: holdout2/, 3: holdout3/ (spawn and two-node layouts)",
+        help="1: holdout/ (default), 2: holdout2/, 3: holdout3/ (spawn, two nodes), 4: holdout4/",
     )
     a = ap.parse_args(argv)
     global VARIANT

@@ -54,7 +54,21 @@ FAULTS = (
     "oom",  # RLIMIT_AS on the fault rank, then a large allocation
     "hang",  # the fault rank sleeps inside the step; the peers' collective times out
     "slow",  # the fault rank computes for a long time inside the step, still printing
+    "loader-kill",  # a DataLoader worker process of the fault rank is killed (SIGKILL)
+    "anomaly",  # anomaly detection on; the fault rank's backward produces NaN (log of negatives)
+    "target-oob",  # the fault rank's labels run past the number of classes (IndexError)
 )
+
+
+class _KillsItsWorker(torch.utils.data.Dataset):
+    """A dataset whose loading worker process dies of SIGKILL on its first item."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return torch.zeros(1)
 
 
 class _Iso(logging.Formatter):
@@ -186,6 +200,14 @@ def train(a: argparse.Namespace) -> None:
                 torch.empty(4 << 30, dtype=torch.uint8).fill_(1)
             elif f == "hang":
                 time.sleep(3600)
+            elif f == "loader-kill":
+                for _ in torch.utils.data.DataLoader(_KillsItsWorker(), num_workers=1):
+                    pass
+            elif f == "target-oob":
+                batch["labels"] = y + 3
+            elif f == "anomaly":
+                torch.autograd.set_detect_anomaly(True)
+                batch["inputs"] = -x.abs() - 1
             elif f == "slow":
                 end = time.time() + 60
                 while time.time() < end:
@@ -194,9 +216,12 @@ def train(a: argparse.Namespace) -> None:
                     time.sleep(2)
         n = batch["inputs"].shape[0]
         assert n == 8, f"expected a batch of 8 samples, got {n}"
-        logits = model(batch["inputs"])
+        inputs = batch["inputs"]
+        if faulty and it == a.fault_step and a.fault == "anomaly":
+            inputs = torch.log(inputs)  # NaN forward; anomaly mode names the backward op
+        logits = model(inputs)
         loss = F.cross_entropy(logits, batch["labels"])
-        if not torch.isfinite(loss):
+        if not torch.isfinite(loss) and a.fault != "anomaly":  # anomaly mode raises in backward
             out.warn(f"non-finite loss ({loss.item()}) at iteration {it}; stopping this rank")
             sys.exit(a.exit_code)
         opt.zero_grad()
