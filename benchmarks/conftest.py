@@ -31,6 +31,11 @@ def data_dir() -> Path:
     return d
 
 
+def bench_bytes() -> int:
+    """The corpus size the benchmarks use (``DENPEX_BENCH_GB``, default 1)."""
+    return int(float(os.environ.get("DENPEX_BENCH_GB", "1")) * (1 << 30))
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     gb = float(os.environ.get("DENPEX_BENCH_GB", "1"))

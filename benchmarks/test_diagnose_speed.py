@@ -42,3 +42,27 @@ def test_diagnose_vs_scan(benchmark, corpus: Path) -> None:
         f"\nscan {t_scan:.2f} s, diagnose {t_diag:.2f} s ({t_diag / t_scan:.2f}x), "
         f"with baseline {t_base:.2f} s ({t_base / t_scan:.2f}x)"
     )
+
+
+def test_chatty_job_diagnose_vs_scan(benchmark) -> None:
+    """The job whose line mix real runs have (``gen_chatty``: 16 rank logs, ~1 GiB by
+    default with DENPEX_BENCH_GB, NCCL INFO bursts, DeepSpeed step/overflow/checkpoint
+    lines, tqdm, JSON metrics): diagnose / scan on two threads, both in this process."""
+    from gen_chatty import generate as generate_chatty
+
+    from conftest import bench_bytes
+
+    size = bench_bytes()
+    files = [str(p) for p in generate_chatty(data_dir() / f"chatty-{size}", size, ranks=16)]
+    scanner = dx.Scanner()
+    scanner.scan(files, threads=2)  # page cache and compiled database warm
+    t_scan = _best(lambda: scanner.scan(files, threads=2), 3)
+    t_diag = _best(lambda: dx.diagnose(files, scanner=scanner, threads=2), 3)
+    d = dx.diagnose(files, scanner=scanner, threads=2)
+    assert d.initiating is not None and d.initiating.signature == "cuda-oom"
+    assert d.suspect_rank == 5
+    benchmark.pedantic(lambda: None, rounds=1)
+    size = sum(Path(f).stat().st_size for f in files)
+    record("scan, chatty 16-rank job (2 threads)", size, t_scan)
+    record("diagnose, chatty 16-rank job (2 threads)", size, t_diag, ratio_to_scan=t_diag / t_scan)
+    print(f"\nchatty job: scan {t_scan:.2f} s, diagnose {t_diag:.2f} s ({t_diag / t_scan:.2f}x)")

@@ -72,11 +72,31 @@ def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], lis
     """(line text, step) of the last ``limit`` progress lines in ``data``.
 
     The leftmost form found in a line gives its step; the line of a match is
-    cut out only for the lines kept.
+    cut out only for the lines kept.  Only the end of ``data`` is searched
+    while it holds ``limit`` progress lines (a rank's own file needs a few
+    dozen lines, not its whole tail).
     """
+    # a console needs many ranks' lines: it is searched whole at once
+    window = FIRST_WINDOW if limit <= OWN_FILE_STEP_LINES else len(data)
+    while True:
+        start = max(0, len(data) - window)
+        if start:
+            nl = data.find(b"\n", start)
+            start = len(data) if nl < 0 else nl + 1
+        texts, steps = _step_lines_from(data, start, limit)
+        if len(steps) >= limit or start == 0:
+            return texts, steps
+        window *= 8
+
+
+#: bytes at the end of a tail searched first for progress lines
+FIRST_WINDOW = 64 << 10
+
+
+def _step_lines_from(data: bytes, start: int, limit: int) -> tuple[list[str], list[int]]:
     first: dict[int, tuple[int, int]] = {}  # line start -> (match position, step)
     for rx, allowed in _FORMS:
-        for m in rx.finditer(data):
+        for m in rx.finditer(data, start):
             if allowed is not None and not _preceded(data, m.start(), allowed):
                 continue
             lo = _segment_start(data, data.rfind(b"\n", 0, m.start()) + 1, m.start())
@@ -111,6 +131,9 @@ def last_steps(
 
     reader = reader or JobBytes(locations=locations)
     out: dict[int, int] = {}
+    all_texts: list[str] = []
+    all_steps: list[int] = []
+    fallbacks: list[int] = []
     for name in files:
         inp = reader.input(name)
         if inp is None or inp.compression is not None:
@@ -126,12 +149,15 @@ def last_steps(
         texts, steps = step_lines(
             data, OWN_FILE_STEP_LINES if fallback is not None else MAX_STEP_LINES
         )
-        if not steps:
-            continue
-        ranks = line_facts(pa.array(texts, pa.string())).rank
-        for r, step in zip(ranks.tolist(), steps):
-            rank = r if r >= 0 else fallback
-            if rank is None or rank < 0:
-                continue
+        all_texts += texts
+        all_steps += steps
+        fallbacks += [-1 if fallback is None else fallback] * len(steps)
+    if not all_steps:
+        return out
+    # one attribution pass over every file's lines (its cost is mostly per call)
+    ranks = line_facts(pa.array(all_texts, pa.string())).rank
+    for r, step, fallback in zip(ranks.tolist(), all_steps, fallbacks):
+        rank = r if r >= 0 else fallback
+        if rank >= 0:
             out[rank] = max(out.get(rank, -1), step)
     return out
