@@ -515,22 +515,34 @@ def _progress_suspect(
     events: Sequence[Event], progress: dict[int, int] | None = None
 ) -> tuple[int | None, list[str]]:
     """The rank whose last progress line shows the lowest step."""
+    rank, why, _ = _progress_lag(events, progress)
+    return rank, why
+
+
+def _progress_lag(
+    events: Sequence[Event], progress: dict[int, int] | None = None
+) -> tuple[int | None, list[str], float]:
+    """(rank, reasons, steps behind) of the rank whose progress stopped first."""
     last: dict[int, float] = {r: float(s) for r, s in (progress or {}).items()}
     for e in events:
         step = field_number(e.fields, STEP_FIELDS)
         if e.rank is not None and step is not None:
             last[e.rank] = max(last.get(e.rank, -1), step)
     if len(last) < 2:
-        return None, []
+        return None, [], 0.0
     low = min(last.values())
     laggards = [r for r, s in last.items() if s == low]
     if len(laggards) == 1 and max(last.values()) > low:
         r = laggards[0]
-        return r, [
-            f"rank {r} stopped making progress first (last step {low:g}, "
-            f"others reached {max(last.values()):g})"
-        ]
-    return None, []
+        return (
+            r,
+            [
+                f"rank {r} stopped making progress first (last step {low:g}, "
+                f"others reached {max(last.values()):g})"
+            ],
+            max(last.values()) - low,
+        )
+    return None, [], 0.0
 
 
 def _monotone_per_file(events: Sequence[Event]) -> None:
@@ -640,11 +652,13 @@ def rank_events(
             c.tier = TIER_COLLATERAL
     cands += virtual
     completed = _completed(events, kb)
-    if completed and all(
-        c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands
-    ):
-        # no error anywhere and the job says it finished: a rank whose last
-        # progress line reads lower lost it to interleaved output, not a stall
+    only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
+    if only_lag and (completed or all(c.extra.get("lag", 0) <= 1 for c in cands)):
+        # no error anywhere.  The job says it finished: a rank whose last
+        # progress line reads lower lost it to interleaved output.  Or ranks
+        # printing into one log are a step apart where it ends: that is how any
+        # log cut mid-run looks (a stalled rank holds the others back by one
+        # step too, so one step says nothing); the job stopped
         cands = []
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
@@ -1031,9 +1045,10 @@ def _virtual_suspects(
     the one the others waited for by the last line of its own output, read
     back when no pattern matched it (a rank that never joined prints no error)."""
     out: list[Incident] = []
+    lag_rank, lag_why, lag = _progress_lag(live, progress)
     for kind, (rank, why) in (
         ("silent_suspect", _watchdog_suspect(specific, known_ranks, kb)),
-        ("laggard", _progress_suspect(live, progress)),
+        ("laggard", (lag_rank, lag_why)),
     ):
         if rank is None or any(c.extra.get("virtual") and c.rank == rank for c in out):
             continue
@@ -1071,7 +1086,9 @@ def _virtual_suspects(
         if limit is not None:
             own = [e for e in own if e.t is not None and e.t <= limit] or own
         last = max(own, key=lambda e: (e.t if e.t is not None else -math.inf, e.line), default=None)
-        extra = {"virtual": why[0] if why else kind, kind: 1.0}
+        extra: dict[str, Any] = {"virtual": why[0] if why else kind, kind: 1.0}
+        if kind == "laggard":
+            extra["lag"] = lag
         # a launcher's record that this rank died (not the agent's SIGTERM) is the
         # first trace of its failure: the rank printed nothing when it died
         death = [

@@ -1,0 +1,68 @@
+"""Healthy controls of every launcher layout: quiet when whole, "stopped" when cut.
+
+Each healthy control of the held-out families (``tests/corpus/holdout*``:
+torchrun consoles and per-rank files, accelerate, the deepspeed launcher,
+mpirun, mp.spawn, two nodes, torch.distributed.launch) must give "no failure
+found" as written, and "stopped" -- never "healthy", never a blamed rank --
+when every file is cut before its first line of iteration 6 (whole lines, as a
+log collector that stopped mid-run leaves them)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import denpex_fast as dx
+
+CORPUS = Path(__file__).parent / "corpus"
+CONTROLS = sorted(
+    p
+    for root in ("holdout", "holdout2", "holdout3", "holdout4")
+    for p in (CORPUS / root).glob("*-healthy")
+    if (p / "truth.json").is_file()
+)
+CUT = re.compile(rb"\biter[ =]6\b")
+
+
+def _logs(case: Path) -> list[Path]:
+    return sorted(f for f in case.rglob("*") if f.is_file() and f.name != "truth.json")
+
+
+def test_every_layout_has_a_control() -> None:
+    layouts = {re.sub(r"^(?:v\d-)?\d{3}-", "", p.name) for p in CONTROLS}
+    assert {
+        "tee-healthy",
+        "files-healthy",
+        "acc-healthy",
+        "dsl-healthy",
+        "mpi-healthy",
+        "spawn-healthy",
+        "tr2n-healthy",
+        "launch-healthy",
+        "filestee-healthy",
+    } <= layouts
+
+
+@pytest.mark.parametrize("case", CONTROLS, ids=[f"{p.parent.name}/{p.name}" for p in CONTROLS])
+def test_whole_control_is_quiet_and_cut_control_stopped(case: Path, tmp_path: Path) -> None:
+    whole = dx.diagnose([str(f) for f in _logs(case)])
+    assert whole.verdict == "no-failure-found", whole.headline
+
+    cut_files = []
+    for f in _logs(case):
+        out = tmp_path / f.relative_to(case)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        keep = []
+        for line in f.read_bytes().splitlines(keepends=True):
+            if CUT.search(line):
+                break
+            keep.append(line)
+        out.write_bytes(b"".join(keep))
+        cut_files.append(str(out))
+    cut = dx.diagnose(cut_files)
+    assert cut.verdict == "stopped", cut.headline
+    assert cut.stopped_after is not None and cut.suspect_rank is None
+    shutil.rmtree(tmp_path, ignore_errors=True)
