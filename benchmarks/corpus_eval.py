@@ -176,7 +176,8 @@ PARTITION_FILE = "partition.json"
 def partition(case: Path) -> str:
     """``dev``, ``blind`` or ``held-out``, by the frozen rule in the corpus root's
     ``partition.json``: public cases numbered ``blind_public_from`` and above
-    (gathered after the rule was frozen) are ``blind``; every case of a
+    (gathered after the rule was frozen) are ``blind``, up to
+    ``dev_public_from`` (cases the developers gathered while working, dev); every case of a
     directory named in ``held_out_dirs`` (a family of real jobs generated once
     with a script and launchers of its own, then frozen) is ``held-out``.
     Only ``dev`` cases are ever fitted on."""
@@ -190,7 +191,9 @@ def partition(case: Path) -> str:
             if (
                 case.parent.name == "public"
                 and m
-                and int(m.group(1)) >= int(rule["blind_public_from"])
+                and int(rule["blind_public_from"])
+                <= int(m.group(1))
+                < int(rule.get("dev_public_from", 10**9))
             ):
                 return "blind"
             return "dev"
