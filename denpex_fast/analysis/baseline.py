@@ -15,8 +15,10 @@ what remains is what the job *did* differently::
 from __future__ import annotations
 
 import os
+import threading
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -85,32 +87,49 @@ def _threads(n_inputs: int, threads: int | None) -> int:
 def template_set(
     paths: Any, errors: list[FileError] | None = None, *, threads: int | None = None
 ) -> _native.TemplateSet:
-    """The templates of every line of ``paths`` (a healthy run), its files read
-    in parallel (one set per thread, merged; the C calls release the GIL)."""
+    """The templates of every line of ``paths`` (a healthy run).
+
+    The files are read one after another (sequential I/O) and their chunks of
+    whole lines templated on ``threads`` threads, one set per thread, merged
+    at the end (the C calls release the GIL): a baseline of one large file
+    uses every core too.
+    """
     errs = errors if errors is not None else []
     inputs, bad = resolve_inputs([paths] if isinstance(paths, str) else paths)
     errs.extend(bad)
-    n = _threads(len(inputs), threads)
-
-    def build(part: list[Input]) -> tuple[_native.TemplateSet, list[FileError]]:
-        own = _native.TemplateSet()
-        own_errs: list[FileError] = []
-        for inp in part:
-            for buf, length, _ in _chunks(inp, own_errs):
-                own.add_lines(buf, length)
-        return own, own_errs
-
-    parts = [inputs[k::n] for k in range(n)]
+    n = max(1, threads or os.cpu_count() or 1)
     if n == 1:
-        results = [build(inputs)]
-    else:
-        with ThreadPoolExecutor(n, thread_name_prefix="denpex-baseline") as pool:
-            results = list(pool.map(build, parts))
-    known = results[0][0]
-    for other, _ in results[1:]:
+        known = _native.TemplateSet()
+        for inp in inputs:
+            for buf, length, _ in _chunks(inp, errs):
+                known.add_lines(buf, length)
+        return known
+
+    local = threading.local()
+    sets: list[_native.TemplateSet] = []
+    lock = threading.Lock()
+
+    def add(data: bytes) -> None:
+        own = getattr(local, "set", None)
+        if own is None:
+            own = local.set = _native.TemplateSet()
+            with lock:
+                sets.append(own)
+        own.add_lines(data, len(data))
+
+    with ThreadPoolExecutor(n, thread_name_prefix="denpex-baseline") as pool:
+        pending: deque[Future[None]] = deque()
+        for inp in inputs:
+            for buf, length, _ in _chunks(inp, errs):
+                # the reader reuses its buffer: each task gets its own bytes
+                pending.append(pool.submit(add, bytes(memoryview(buf)[:length])))
+                while len(pending) > 2 * n:  # bounded memory: a few chunks in flight
+                    pending.popleft().result()
+        for f in pending:
+            f.result()
+    known = sets[0] if sets else _native.TemplateSet()
+    for other in sets[1:]:
         known.merge(other)
-    for _, part_errs in results:
-        errs.extend(part_errs)
     return known
 
 
