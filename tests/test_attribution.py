@@ -95,6 +95,8 @@ RANK_CASES = [
     ("the ranking 3 is stale", None),
     # torch.multiprocessing.spawn names the failed child by its process index
     ("-- Process 3 terminated with the following error:", 3),
+    # terminal colours kept in a captured log
+    ("\x1b[36m(VllmWorker rank=1 pid=254)\x1b[0m ERROR 05-01 12:00:00 worker.py:1] boom", 1),
     (
         "torch.multiprocessing.spawn.ProcessExitedException: process 2 terminated with signal SIGKILL",
         2,

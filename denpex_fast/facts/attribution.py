@@ -139,6 +139,7 @@ _CHAIN = (
             r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?",  # Ray / vLLM workers
             r"\[pod/[^\]\s]+\] ",  # kubectl logs --prefix
             r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? ",  # --timestamps
+            r"\x1b\[[\d;]*m",  # terminal colours kept by `| tee` (Ray, vLLM, rich)
         ]
     )
     + ")*?"
