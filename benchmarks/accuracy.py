@@ -13,9 +13,9 @@ named incident) **and** the named rank are the truth's.  Columns:
   (source thread or generator fault), 5 folds;
 * blind: the dev-fitted model on the blind partition (public cases gathered
   after the partition was frozen; nothing was fitted or written against them);
-* held-out jobs: the shipped model on ``tests/corpus/holdout2`` and ``holdout4`` (real jobs of
+* held-out jobs: the shipped model on ``tests/corpus/holdout2``, ``holdout4`` and ``holdout5`` (real jobs of
   another training script, other log styles, other faults and launcher
-  layouts, generated once by ``tests/corpus/holdout.py --variant 2`` / ``4``
+  layouts, generated once by ``tests/corpus/holdout.py --variant 2`` / ``4`` / ``5``
   and frozen; ``holdout/`` and ``holdout3/`` were used in development and are dev).
 
 Then a reliability table: confidence shown vs accuracy observed, per bucket.
@@ -50,6 +50,7 @@ def main(argv: list[str]) -> int:
         str(ROOT / "tests/corpus/holdout2"),
         str(ROOT / "tests/corpus/holdout3"),
         str(ROOT / "tests/corpus/holdout4"),
+        str(ROOT / "tests/corpus/holdout5"),
     ]
     rep = evaluate(roots)
     dev = rep.subset("dev")

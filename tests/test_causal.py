@@ -579,3 +579,17 @@ def test_agent_lines_do_not_join_a_worker_traceback_they_interleave_with(kb) -> 
         "[default0]:[rank2]: RuntimeError: Connection closed by peer",
         "[W1204 03:32:55.825106027 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed",
     )
+
+
+def test_last_steps_read_a_progress_bar(tmp_path) -> None:
+    """A tqdm bar (redraws joined by carriage returns) in a rank's own file gives its
+    step: the last redraw's."""
+    from denpex_fast.analysis.progress import last_steps
+
+    d = tmp_path / "attempt_0" / "1"
+    d.mkdir(parents=True)
+    bars = "".join(
+        f"\r {10 * k:3d}%|{'#' * k:<10}| {k}/10 [00:0{k}<00:05,  2.1it/s]" for k in range(1, 8)
+    )
+    (d / "stderr.log").write_text(bars + "\n")
+    assert last_steps([str(d / "stderr.log")]) == {1: 7}  # the last redraw of the line

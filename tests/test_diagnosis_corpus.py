@@ -31,12 +31,14 @@ HOLDOUT = HERE / "corpus" / "holdout"
 HOLDOUT2 = HERE / "corpus" / "holdout2"  # its second variant: held out, scored only
 HOLDOUT3 = HERE / "corpus" / "holdout3"  # mp.spawn and two-node torchrun layouts
 HOLDOUT4 = HERE / "corpus" / "holdout4"  # held out: launch, files + console, rendezvous
+HOLDOUT5 = HERE / "corpus" / "holdout5"  # held out: only the main process logs
 
 
 @pytest.fixture(scope="module")
 def report() -> EvalReport:
     rep = evaluate(
-        [GENERATED, SHIFTED, SHIFTED2, PUBLIC, HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT4], Scanner()
+        [GENERATED, SHIFTED, SHIFTED2, PUBLIC, HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5],
+        Scanner(),
     )
     for r in rep.subset("dev"):
         print(

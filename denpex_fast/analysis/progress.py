@@ -34,6 +34,8 @@ _FORMS = [
     # a user loop's own wording: iter 5/10, iter=5, Iteration: 5, iteration 5
     (re.compile(rb"iter(?:ation)?[=: ]\s*(\d+)\b"), (b"",)),
     (re.compile(rb"Iter(?:ation)?[=: ]\s*(\d+)\b"), (b"",)),
+    # a tqdm bar (" 40%|####      | 4/10 [00:01<...]"): its N of N/M
+    (re.compile(rb"\| ?(\d+)/\d+ \["), None),
 ]
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -96,13 +98,18 @@ FIRST_WINDOW = 64 << 10
 def _step_lines_from(data: bytes, start: int, limit: int) -> tuple[list[str], list[int]]:
     first: dict[int, tuple[int, int]] = {}  # line start -> (match position, step)
     for rx, allowed in _FORMS:
+        form: dict[int, tuple[int, int]] = {}
         for m in rx.finditer(data, start):
             if allowed is not None and not _preceded(data, m.start(), allowed):
                 continue
             lo = _segment_start(data, data.rfind(b"\n", 0, m.start()) + 1, m.start())
+            got = form.get(lo)
+            # a form repeated in one line is a bar redrawn with \r: the last is the latest
+            form[lo] = (m.start() if got is None else got[0], int(m.group(1)))
+        for lo, (at, step) in form.items():
             got = first.get(lo)
-            if got is None or m.start() < got[0]:
-                first[lo] = (m.start(), int(m.group(1)))
+            if got is None or at < got[0]:
+                first[lo] = (at, step)
     texts: list[str] = []
     steps: list[int] = []
     for lo in sorted(first)[-limit:]:

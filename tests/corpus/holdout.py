@@ -66,6 +66,10 @@ LAUNCHERS = {
     # variant 4 only
     "launch": ("python -m torch.distributed.launch (deprecated), 1 node x 4 ranks", "plain"),
     "filestee": ("torchrun --log-dir --redirects 3 --tee 3: per-rank files and the console", "iso"),
+    # variant 5: the Trainer style (only the main process logs) on three launchers
+    "acc-main": ("accelerate launch --multi_gpu, 1 node x 4, only rank 0 logs progress", "main"),
+    "tee-main": ("torchrun --tee 3, 1 node x 4, only rank 0 logs progress", "main"),
+    "mpi-main": ("mpirun --tag-output, 1 node x 4, only rank 0 logs progress", "main"),
 }
 
 # fault -> (how its first line is found, description, root cause)
@@ -197,9 +201,20 @@ PLAN4: dict[str, tuple[str, ...]] = {
 }
 
 
+#: ``--variant 5`` (``holdout5/``): the Trainer's habit of logging from the main
+#: process only (the other ranks print nothing but their errors)
+PLAN5: dict[str, tuple[str, ...]] = {
+    "acc-main": ("keyerror", "sigkill", "oom", "nonfinite", "target-oob"),
+    "tee-main": ("assert", "exit", "missing-shard", "loader-kill", "abort"),
+    "mpi-main": ("target-oob", "keyerror", "oom", "nonfinite", "segv"),
+}
+
+
 def _plan() -> dict[str, tuple[str, ...]]:
     if VARIANT == 1:
         return PLAN
+    if VARIANT == 5:
+        return PLAN5
     if VARIANT == 3:
         return PLAN3
     if VARIANT == 4:
@@ -210,7 +225,7 @@ def _plan() -> dict[str, tuple[str, ...]]:
 
 def style_of(launcher: str) -> str:
     style = LAUNCHERS[launcher][1]
-    if VARIANT in (1, 3, 4):
+    if VARIANT in (1, 3, 4, 5):
         return style
     return "plain" if style == "iso" else "iso"
 
@@ -230,6 +245,11 @@ def cases() -> list[HCase]:
             rank = -1 if f.startswith("rdzv") else (li + fi * 3 + 1 + shift) % 4
             out.append(HCase(lk, f, rank))
     return out
+
+
+def kind(c: HCase) -> str:
+    """The launcher layout a case runs under (``acc-main`` runs as ``acc``)."""
+    return c.launcher.removesuffix("-main")
 
 
 def dirname(c: HCase) -> str:
@@ -259,9 +279,9 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
     ]
     bindir = Path(sys.executable).parent
     rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}"]
-    if c.launcher == "spawn":
+    if kind(c) == "spawn":
         return [sys.executable, *worker, "--spawn", "4"]
-    if c.launcher == "launch":
+    if kind(c) == "launch":
         return [
             sys.executable,
             "-m",
@@ -274,7 +294,7 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
             str(port),
             *worker,
         ]
-    if c.launcher == "filestee":
+    if kind(c) == "filestee":
         return [
             *g.torchrun_cmd(),
             "--nnodes",
@@ -290,7 +310,7 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
             "3",
             *worker,
         ]
-    if c.launcher == "tr2n":
+    if kind(c) == "tr2n":
         return [
             *g.torchrun_cmd(),
             "--nnodes",
@@ -306,7 +326,7 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
             "3",
             *worker,
         ]
-    if c.launcher == "tee":
+    if kind(c) == "tee":
         return [
             *g.torchrun_cmd(),
             "--nnodes",
@@ -318,7 +338,7 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
             "3",
             *worker,
         ]
-    if c.launcher == "files":
+    if kind(c) == "files":
         return [
             *g.torchrun_cmd(),
             "--nnodes",
@@ -332,7 +352,7 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
             "3",
             *worker,
         ]
-    if c.launcher == "acc":
+    if kind(c) == "acc":
         return [
             str(bindir / "accelerate"),
             "launch",
@@ -349,7 +369,7 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
             str(port),
             *worker,
         ]
-    if c.launcher == "dsl":
+    if kind(c) == "dsl":
         return [
             str(bindir / "deepspeed"),
             "--num_gpus",
@@ -392,15 +412,15 @@ def run(c: HCase, root: Path) -> tuple[Path, dict[str, Any]]:
     data_dir.mkdir()
     env = dict(os.environ)
     env.update(TZ="UTC", PYTHONUNBUFFERED="1", GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-    if c.launcher == "dsl":
+    if kind(c) == "dsl":
         env["DS_ACCELERATOR"] = "cpu"
     port = g.free_port()
-    if c.launcher == "spawn":
+    if kind(c) == "spawn":
         env["MASTER_PORT"] = str(port)
     cmd = command(c, port, data_dir)
     # two agents on this machine act as two nodes, each writing its own console
     agents = [(case_dir, cmd)]
-    if c.launcher == "tr2n":
+    if kind(c) == "tr2n":
         # two agents on this machine act as two nodes, each writing its own console
         agents = []
         for n in (0, 1):
@@ -476,7 +496,10 @@ def _rank_of_file(path: Path) -> int | None:
 
 
 def _lines(path: Path) -> list[str]:
-    return g.read_lines(path)
+    """A file's lines as the tools count them: ended by ``\n`` only (a tqdm bar's
+    ``\r`` redraws stay inside their line)."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    return text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
 
 
 def _is_ranks(path: Path, line: str, rank: int) -> bool:
@@ -535,16 +558,16 @@ def locate(c: HCase, case_dir: Path) -> dict[str, Any]:
             hit = first(rf"Fatal Python error: {word}", files, c.rank)
         if hit is None:
             code = f"-{sig}" if sig else str(EXIT_CODE)
-            if c.launcher == "tr2n":
+            if kind(c) == "tr2n":
                 pat = rf"failed \(exitcode: {code}\) local_rank: {c.rank % 2} "
                 console = case_dir / f"node{c.rank // 2}" / "console.log"
-            elif c.launcher == "spawn":
+            elif kind(c) == "spawn":
                 names = {"9": "SIGKILL", "11": "SIGSEGV", "6": "SIGABRT"}
                 end = f"signal {names[sig]}" if sig else f"exit code {EXIT_CODE}"
                 pat = rf"process {c.rank} terminated with {end}"
-            elif c.launcher in ("tee", "files", "acc", "launch", "filestee"):
+            elif kind(c) in ("tee", "files", "acc", "launch", "filestee"):
                 pat = rf"failed \(exitcode: {code}\) local_rank: {c.rank} "
-            elif c.launcher == "dsl":
+            elif kind(c) == "dsl":
                 pat = rf"exits with return code = {code}$"
             elif sig:
                 pat = rf"mpirun noticed that process rank {c.rank} with PID \d+ on node \S+ exited on signal {sig}"
@@ -645,9 +668,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--variant",
         type=int,
-        choices=(1, 2, 3, 4),
+        choices=(1, 2, 3, 4, 5),
         default=1,
-        help="1: holdout/ (default), 2: holdout2/, 3: holdout3/ (spawn, two nodes), 4: holdout4/",
+        help="1: holdout/ (default), 2: holdout2/, 3: holdout3/ (spawn, two nodes), 4: holdout4/, "
+        "5: holdout5/ (only the main process logs)",
     )
     a = ap.parse_args(argv)
     global VARIANT

@@ -8,7 +8,10 @@ never uses:
 * ``plain``: ``print`` to stdout, no timestamps (``[rank 2] iter 5/12 | loss 0.6931 | 3.1 ms/it``);
 * ``iso``: Python ``logging`` with ISO-8601 UTC timestamps and the rank in the
   logger name (``2026-12-04T03:10:00.123Z INFO trainer.rank2 iter=5 loss=0.6931``),
-  with ``faulthandler`` on (a fatal signal prints a Python stack).
+  with ``faulthandler`` on (a fatal signal prints a Python stack);
+* ``main``: as a Trainer logs, the main process only: a tqdm-like bar redrawn
+  with ``\r`` and a metrics dict every other step; the other ranks print
+  nothing of their own.
 
 One fault per run (``--fault NAME --fault-rank R --fault-step S``), each a real
 condition raised by Python, torch or the kernel, never a printed imitation;
@@ -93,12 +96,34 @@ class Out:
     def info(self, plain: str, iso: str | None = None) -> None:
         if self.style == "iso":
             self.log.info(iso if iso is not None else plain)
+        elif self.style == "main":
+            if self.rank == 0:
+                print(plain, flush=True)
         else:
             print(f"[rank {self.rank}] {plain}", flush=True)
+
+    def progress(self, it: int, steps: int, loss: float, ms: float) -> None:
+        if self.style != "main":
+            self.info(
+                f"iter {it}/{steps} | loss {loss:.4f} | {ms:.1f} ms/it",
+                f"iter={it} loss={loss:.4f} ms_per_it={ms:.1f}",
+            )
+        elif self.rank == 0:
+            # the main process only, as a Trainer logs: a tqdm bar redrawn with \r
+            # and a metrics dict every other step
+            bar = "#" * (10 * it // steps)
+            sys.stdout.write(f"\r{100 * it // steps:3d}%|{bar:<10}| {it}/{steps} [{ms:.0f}ms/it]")
+            if it % 2 == 0:
+                sys.stdout.write(
+                    f"\n{{'loss': {loss:.4f}, 'learning_rate': 0.05, 'epoch': {it / steps:.2f}}}\n"
+                )
+            sys.stdout.flush()
 
     def warn(self, plain: str) -> None:
         if self.style == "iso":
             self.log.warning(plain)
+        elif self.style == "main":
+            print(f"WARNING {plain}", flush=True)  # a script's own print, on any rank
         else:
             print(f"[rank {self.rank}] WARNING {plain}", flush=True)
 
@@ -109,7 +134,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--fault", choices=FAULTS, default="none")
     ap.add_argument("--fault-rank", type=int, default=-1)
     ap.add_argument("--fault-step", type=int, default=5)
-    ap.add_argument("--style", choices=("plain", "iso"), default="plain")
+    ap.add_argument("--style", choices=("plain", "iso", "main"), default="plain")
     ap.add_argument("--pg-timeout-s", type=float, default=15.0)
     ap.add_argument("--exit-code", type=int, default=1)
     ap.add_argument("--data-dir", default=".")
@@ -228,10 +253,7 @@ def train(a: argparse.Namespace) -> None:
         loss.backward()
         opt.step()
         ms = (time.perf_counter() - t0) * 1000
-        out.info(
-            f"iter {it}/{a.steps} | loss {loss.item():.4f} | {ms:.1f} ms/it",
-            f"iter={it} loss={loss.item():.4f} ms_per_it={ms:.1f}",
-        )
+        out.progress(it, a.steps, loss.item(), ms)
         time.sleep(0.2)
     dist.barrier()
     out.info("training finished", "done")
