@@ -10,6 +10,7 @@ the exact text.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 # C0 controls except tab, DEL, C1 controls, and the Unicode line separators
@@ -17,14 +18,20 @@ _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 _CONTROL_RE2 = "[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\x{2028}\\x{2029}]"
 
 
-_SHORT = {"\n": "\\n", "\r": "\\r"}
+def escaper(short: Mapping[str, str]) -> Callable[[re.Match[str]], str]:
+    r"""A ``re.sub`` replacement writing each matched character as ``short`` says,
+    else ``\xNN`` (``\uNNNN`` past U+00FF)."""
+
+    def escape(m: re.Match[str]) -> str:
+        c = m.group()
+        if c in short:
+            return short[c]
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+    return escape
 
 
-def _escape(m: re.Match[str]) -> str:
-    c = m.group()
-    if c in _SHORT:
-        return _SHORT[c]
-    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+_escape = escaper({"\n": "\\n", "\r": "\\r"})
 
 
 def terminal_safe(text: str) -> str:

@@ -65,6 +65,7 @@ from .incidents import (
     caused_by,
     join,
     marks,
+    teardown,
     template,
     tier,
 )
@@ -454,13 +455,11 @@ def _watchdog_suspect(
             e.rank
             for e in events
             if e.rank is not None
-            and (
-                exit_status(e) in AGENT_SIGTERM_CODES
-                or {"agent-teardown", "scheduler-teardown"} & set(marks(kb, e.signature))
-            )
+            and (exit_status(e) in AGENT_SIGTERM_CODES or teardown(kb, e.signature))
         }
-        if len(silent) > 1 and len([r for r in silent if r not in torn]) == 1:
-            (alone,) = [r for r in silent if r not in torn]
+        free = [r for r in silent if r not in torn]
+        if len(silent) > 1 and len(free) == 1:
+            (alone,) = free
             return alone, [
                 f"{len(waiting)} ranks report {sig}, the launcher stopped "
                 f"{', '.join(map(str, sorted(torn & set(silent))))}; rank {alone} did neither: "
@@ -509,14 +508,6 @@ def _watchdog_suspect(
             f"rank {silent[0]} does not: it never entered it"
         ]
     return None, []
-
-
-def _progress_suspect(
-    events: Sequence[Event], progress: dict[int, int] | None = None
-) -> tuple[int | None, list[str]]:
-    """The rank whose last progress line shows the lowest step."""
-    rank, why, _ = _progress_lag(events, progress)
-    return rank, why
 
 
 def _progress_lag(
@@ -832,6 +823,12 @@ _PID = re.compile(
 )
 
 
+def _pid_of(text: str) -> str | None:
+    """The process id a line names (launcher, OOM killer, NCCL ``host:pid:tid``), or None."""
+    m = _PID.search(text)
+    return next(g for g in m.groups() if g) if m else None
+
+
 #: lines between a launcher account's head and the record naming its process
 #: (torchrun's ChildFailedError header, its "Failures:" list, one entry)
 ACCOUNT_LINES = 10
@@ -889,7 +886,7 @@ def _join_banners(cands: list[Incident], kb: Any) -> list[Incident]:
         if (
             c.rank is not None
             and c.head.phase in _NOT_OWN_PHASES
-            and not {"agent-teardown", "scheduler-teardown"} & set(marks(kb, c.head.signature))
+            and not teardown(kb, c.head.signature)
             and any(failed_exit(m) for m in c.members)
         ):
             named.setdefault(c.file, i)
@@ -921,11 +918,7 @@ def _join_by_pid(cands: list[Incident], kb: Any) -> list[Incident]:
     out: list[Incident] = []
     seen: dict[tuple[str, str], int] = {}
     for c in cands:
-        pids = {
-            next(g for g in m.groups() if g)
-            for e in c.members
-            if (m := _PID.search(e.text)) is not None
-        }
+        pids = {p for e in c.members if (p := _pid_of(e.text)) is not None}
         if len(pids) != 1:
             out.append(c)
             continue
@@ -949,10 +942,9 @@ def _pid_ranks(events: Sequence[Event]) -> None:
     """
     table: dict[tuple[str, str], int | None] = {}
     for e in events:
-        m = _PID.search(e.text)
-        if not m or e.rank is None:
+        pid = _pid_of(e.text)
+        if pid is None or e.rank is None:
             continue
-        pid = next(g for g in m.groups() if g)
         key = (e.host or "", pid)
         table[key] = e.rank if table.get(key, e.rank) == e.rank else None
     if not table:
@@ -960,9 +952,8 @@ def _pid_ranks(events: Sequence[Event]) -> None:
     for e in events:
         if e.rank is not None:
             continue
-        m = _PID.search(e.text)
-        if m:
-            pid = next(g for g in m.groups() if g)
+        pid = _pid_of(e.text)
+        if pid is not None:
             r = table.get((e.host or "", pid))
             if r is None and not e.host:
                 found = {v for (h, p), v in table.items() if p == pid and v is not None}
@@ -1308,8 +1299,7 @@ def candidate_features(
         if any(x != 1 for x in failed):
             X[i, col["own_exit"]] = 1.0
         X[i, col["rendezvous"]] = 1.0 if h.phase == "rendezvous" else 0.0
-        m = marks(kb, h.signature)
-        if "agent-teardown" in m or "scheduler-teardown" in m:
+        if teardown(kb, h.signature):
             X[i, col["teardown"]] = 1.0
         if novel and any((m.file, m.line) in novel for m in c.members):
             X[i, col["novel"]] = 1.0

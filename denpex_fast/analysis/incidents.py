@@ -118,7 +118,7 @@ def _head(members: Sequence[Any], kb: Any) -> Any:
         pool = [m for m in members if tiers[id(m)] != TIER_OPEN] or pool
     # a launcher stopping the other workers ("closing signal SIGTERM") is never
     # what names the record of the worker that failed
-    best = min(pool, key=lambda e: (tiers[id(e)], _teardown(kb, e.signature), e.line))
+    best = min(pool, key=lambda e: (tiers[id(e)], teardown(kb, e.signature), e.line))
     seen = {id(best)}
     while True:
         deeper = [
@@ -134,7 +134,9 @@ def _head(members: Sequence[Any], kb: Any) -> Any:
         seen.add(id(best))
 
 
-def _teardown(kb: Any, sig_id: str) -> bool:
+def teardown(kb: Any, sig_id: str) -> bool:
+    """Whether a signature reports a launcher or scheduler stopping a worker
+    because of another failure (its ``agent-teardown``/``scheduler-teardown`` mark)."""
     return bool({"agent-teardown", "scheduler-teardown"} & set(marks(kb, sig_id)))
 
 

@@ -66,6 +66,7 @@ from typing import IO, Any
 import isal.isal_zlib as _zlib
 
 from ..errors import FileError, file_error_from_os
+from ..textsafe import escaper
 
 try:  # Python 3.14+
     from compression import zstd as _zstd  # type: ignore[import-not-found]
@@ -250,11 +251,7 @@ _SHORT = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|[\\nrt])")
 
 
-def _escape_char(m: re.Match[str]) -> str:
-    ch = m.group()
-    if ch in _SHORT:
-        return _SHORT[ch]
-    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+_escape_char = escaper(_SHORT)
 
 
 def display_name(path: bytes) -> str:
