@@ -1311,6 +1311,15 @@ def mpirun_version() -> str:
     return r.stdout.splitlines()[0].strip() if r.stdout else "unknown"
 
 
+def keep_case(case_dir: Path, truth: dict[str, Any], dest: Path) -> None:
+    """Write ``truth.json`` into a finished run's directory and copy it to ``dest``
+    (replacing an earlier copy)."""
+    (case_dir / "truth.json").write_text(json.dumps(truth, indent=2, ensure_ascii=False) + "\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(case_dir, dest)
+
+
 def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
     run_root = Path(tempfile.mkdtemp(prefix="denpex-corpus-"))
     try:
@@ -1364,12 +1373,7 @@ def generate_case(case: Case, out: Path, steps: int) -> dict[str, Any]:
             truth["expected_verdict"] = case.verdict
         if last_line is not None:
             truth["last_line"] = last_line
-        (case_dir / "truth.json").write_text(json.dumps(truth, indent=2, ensure_ascii=False) + "\n")
-        dest = out / case_dirname(case)
-        if dest.exists():
-            shutil.rmtree(dest)
-        out.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(case_dir, dest)
+        keep_case(case_dir, truth, out / case_dirname(case))
         return truth
     finally:
         shutil.rmtree(run_root, ignore_errors=True)

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import re
 import shutil
@@ -256,6 +255,14 @@ def dirname(c: HCase) -> str:
     return ("" if VARIANT == 1 else f"v{VARIANT}-") + f"{cases().index(c) + 1:03d}-{c.name}"
 
 
+#: where torchrun on one node puts its workers' output, per layout
+TORCHRUN_OUTPUT = {
+    "tee": ("--tee", "3"),
+    "files": ("--log-dir", "logs", "--redirects", "3"),
+    "filestee": ("--log-dir", "logs", "--redirects", "3", "--tee", "3"),
+}
+
+
 def command(c: HCase, port: int, data_dir: Path) -> list[str]:
     style = style_of(c.launcher)
     worker = [
@@ -294,62 +301,20 @@ def command(c: HCase, port: int, data_dir: Path) -> list[str]:
             str(port),
             *worker,
         ]
-    if kind(c) == "filestee":
+    if kind(c) in TORCHRUN_OUTPUT:  # torchrun on one node, its output where the layout says
         return [
             *g.torchrun_cmd(),
-            "--nnodes",
-            "1",
-            "--nproc-per-node",
-            "4",
+            *("--nnodes", "1", "--nproc-per-node", "4"),
             *rdzv,
-            "--log-dir",
-            "logs",
-            "--redirects",
-            "3",
-            "--tee",
-            "3",
+            *TORCHRUN_OUTPUT[kind(c)],
             *worker,
         ]
     if kind(c) == "tr2n":
         return [
             *g.torchrun_cmd(),
-            "--nnodes",
-            "2",
-            "--nproc-per-node",
-            "2",
+            *("--nnodes", "2", "--nproc-per-node", "2"),
             *rdzv,
-            "--rdzv-id",
-            "holdout",
-            "--max-restarts",
-            "0",
-            "--tee",
-            "3",
-            *worker,
-        ]
-    if kind(c) == "tee":
-        return [
-            *g.torchrun_cmd(),
-            "--nnodes",
-            "1",
-            "--nproc-per-node",
-            "4",
-            *rdzv,
-            "--tee",
-            "3",
-            *worker,
-        ]
-    if kind(c) == "files":
-        return [
-            *g.torchrun_cmd(),
-            "--nnodes",
-            "1",
-            "--nproc-per-node",
-            "4",
-            *rdzv,
-            "--log-dir",
-            "logs",
-            "--redirects",
-            "3",
+            *("--rdzv-id", "holdout", "--max-restarts", "0", "--tee", "3"),
             *worker,
         ]
     if kind(c) == "acc":
@@ -648,11 +613,7 @@ def generate(c: HCase, out: Path) -> dict[str, Any]:
             ),
             "expected_verdict": "no-failure-found" if healthy else "failure",
         }
-        (case_dir / "truth.json").write_text(json.dumps(truth, indent=2, ensure_ascii=False) + "\n")
-        dest = out / dirname(c)
-        shutil.rmtree(dest, ignore_errors=True)
-        out.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(case_dir, dest)
+        g.keep_case(case_dir, truth, out / dirname(c))
         return truth
     finally:
         shutil.rmtree(root, ignore_errors=True)
