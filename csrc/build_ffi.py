@@ -23,7 +23,7 @@ from cffi import FFI, PkgConfigError
 
 HERE = pathlib.Path(__file__).resolve().parent
 HEADER = HERE / "denpex_scan.h"
-SOURCES = [HERE / "denpex_scan.c", HERE / "denpex_template.c"]
+SOURCES = [HERE / "denpex_scan.c", HERE / "denpex_template.c", HERE / "denpex_format.c"]
 
 INSTALL_HINT = (
     "denpex_fast needs the Hyperscan/Vectorscan library (libhs) and pkg-config to build.\n"

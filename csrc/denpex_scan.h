@@ -149,6 +149,16 @@ uint64_t dx_new_templates(const dx_tset *known, dx_tset *seen, const char *data,
                           uint64_t *out_offset, uint64_t *out_hash, uint64_t cap,
                           uint64_t *newlines);
 uint64_t dx_line_template_hash(const char *line, uint64_t length);
+/* Text rows of `denpex scan` (csrc/denpex_format.c): `file:line:sig:text\n`
+ * per row, files and signatures given as Arrow dictionary indices into
+ * string arrays, text as an Arrow string array; terminal controls in the
+ * text escaped.  Formats rows in order while they fit in `cap` bytes;
+ * returns how many, *written the bytes. */
+uint64_t dx_format_rows(uint64_t n_rows, const int32_t *file_idx, const int32_t *file_offsets,
+                        const char *file_data, const uint64_t *line, const int32_t *sig_idx,
+                        const int32_t *sig_offsets, const char *sig_data,
+                        const int32_t *text_offsets, const char *text, char *out, uint64_t cap,
+                        uint64_t *written);
 /* CDEF END */
 
 #endif /* DENPEX_SCAN_H */

@@ -503,12 +503,31 @@ def scan_cmd(
         console.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)
 
+    from . import scan_output as so
+
+    tty = sys.stdout.isatty()
+    use_color = color == "always" or (color == "auto" and tty)
+    before = before_context or (context or 0)
+    after = after_context or (context or 0)
+    style = so.Style(
+        color=use_color, heading=tty if heading is None else heading, before=before, after=after
+    )
+    # plain rows are printed as the scan finds them (memory does not grow with them)
+    stream = not (output or quiet or files_with_matches or count_lines or as_json) and not (
+        style.color or style.heading or before or after
+    )
     bar = _progress(console, progress and not quiet)
     task = bar.add_task("scan", total=None) if bar else None
 
     def on_progress(done: int, total: int) -> None:
         bar.update(task, completed=done, total=total or None)
 
+    def on_batch(batch: Any) -> None:
+        if not quiet:
+            so.write_plain_batch(sys.stdout.buffer, batch)
+
+    if stream:
+        sys.stdout.flush()
     if bar:
         bar.start()
     try:
@@ -521,10 +540,18 @@ def scan_cmd(
             progress=on_progress if bar else None,
             binary=binary,
             globs=globs,
+            # -q keeps no rows: only whether any matched
+            on_batch=on_batch if stream or quiet else None,
         )
+        if stream:
+            sys.stdout.buffer.flush()
     except KeyboardInterrupt:
         console.print("denpex: interrupted", style="red")
         sys.exit(130)
+    except BrokenPipeError:
+        # the reader went away (`| head`): stop quietly, as grep and rg do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_MATCH)
     finally:
         if bar:
             bar.stop()
@@ -536,14 +563,10 @@ def scan_cmd(
         if not (count_lines or files_with_matches):
             for warning in _scan_warnings(result, max_count):
                 console.print(f"denpex: {warning}", style="yellow", markup=False)
-    from . import scan_output as so
-
-    tty = sys.stdout.isatty()
-    use_color = color == "always" or (color == "auto" and tty)
     order = list(result.inputs) if getattr(result, "inputs", None) else []
     if output and not quiet:
         _write_table(table, output)
-    elif quiet:
+    elif quiet or stream:
         pass
     elif files_with_matches:
         so.write_files_with_matches(sys.stdout, result.counts, order)
@@ -552,14 +575,6 @@ def scan_cmd(
     elif as_json:
         so.write_json(sys.stdout, result, _highlighter(scanner, ignore_case))
     else:
-        before = before_context or (context or 0)
-        after = after_context or (context or 0)
-        style = so.Style(
-            color=use_color,
-            heading=tty if heading is None else heading,
-            before=before,
-            after=after,
-        )
         reader = None
         if before or after:
             from .io.readback import JobBytes
@@ -575,7 +590,7 @@ def scan_cmd(
             )
     if stats:
         _print_stats(console, result)
-    matched = table.num_rows > 0
+    matched = result.stats["rows"] > 0
     if result.errors and not (quiet and matched):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_MATCH if matched else EXIT_NONE)

@@ -13,8 +13,10 @@
   ``summary``; ``path.text``, ``lines.text``, ``submatches``), plus the
   ``signature`` of each match.
 
-Rows are written per file as a batch of formatted strings, never one
-``print`` per row.
+Plain rows are formatted in C from the Arrow buffers of each batch
+(:func:`denpex_fast.engine._native.format_rows`) and streamed as the scan
+finds them; the other shapes are written per file as a batch of strings,
+never one ``print`` per row.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .schema import MATCH_SCHEMA
-from .textsafe import terminal_safe, terminal_safe_array
+from .textsafe import terminal_safe
 
 #: ANSI styles, as ripgrep's defaults: path magenta, line number green, match bold red
 PATH, LINE, MATCH, RESET = "\x1b[35m", "\x1b[32m", "\x1b[1;31m", "\x1b[0m"
@@ -181,20 +183,40 @@ def _context_groups(
 
 
 def _write_plain(out: IO[str], table: pa.Table) -> None:
-    # the common case, formatted column-wise per chunk of rows
-    n = table.num_rows
-    step = 1 << 16
-    for lo in range(0, n, step):
-        part = table.slice(lo, step)
-        cols = [
-            part.column("file").cast(pa.string()),
-            part.column("line").cast(pa.string()),
-            part.column("signature").cast(pa.string()),
-            terminal_safe_array(part.column("text").combine_chunks()),
-        ]
-        joined = pc.binary_join_element_wise(*cols, ":")
-        out.write("\n".join(joined.to_pylist()) + "\n")
     out.flush()
+    sink = out.buffer  # type: ignore[attr-defined]
+    for batch in table.to_batches():
+        write_plain_batch(sink, batch)
+    sink.flush()
+
+
+def write_plain_batch(out: IO[bytes], batch: pa.RecordBatch) -> None:
+    """``path:line:signature:text`` rows of one batch, formatted in C from its
+    Arrow buffers (terminal controls in the text escaped) and written in
+    chunks of about 1 MiB."""
+    from .engine._native import format_rows
+
+    if not batch.num_rows:
+        return
+    text = batch.column("text").cast(pa.string())
+    if text.null_count:
+        text = pc.fill_null(text, "")
+    line = pc.fill_null(batch.column("line").cast(pa.uint64()), 0)
+    file, sig = _dictionary(batch.column("file")), _dictionary(batch.column("signature"))
+    for chunk in format_rows(file, line, sig, text):
+        out.write(chunk)
+
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+
+
+def _dictionary(col: pa.Array) -> pa.DictionaryArray:
+    """``col`` as a dictionary of strings with int32 indices and no nulls."""
+    if col.type != _DICT:
+        col = pc.dictionary_encode(col.cast(pa.string())).cast(_DICT)
+    if col.null_count:
+        col = pc.dictionary_encode(pc.fill_null(col.dictionary_decode(), "")).cast(_DICT)
+    return col
 
 
 def write_files_with_matches(out: IO[str], counts: pa.Table, order: Sequence[str]) -> None:

@@ -4,6 +4,10 @@ Each C function is wrapped once here: arguments are checked, every C object
 gets one owner at birth (``ffi.gc``), status codes become exceptions, and the
 result columns are handed to numpy/pyarrow without copying.  Everything else
 in the package calls these wrappers, never ``lib`` directly.
+
+This module is long because it is the whole C boundary: the scanner, the
+database, the line templates and the row formatter each need their wrapper
+here and nowhere else.
 """
 
 from __future__ import annotations
@@ -482,3 +486,77 @@ class TemplateSet:
 def template_hash(line: bytes) -> int:
     """The template hash of one line (for tests)."""
     return int(lib.dx_line_template_hash(ffi.from_buffer(line), len(line)))
+
+
+def _ptr(ctype: str, buf: pa.Buffer | None, index: int, width: int) -> Any:
+    """A C pointer to element ``index`` of an Arrow buffer of ``width``-byte items."""
+    if buf is None or buf.size == 0:
+        return ffi.cast(ctype, _EMPTY)  # never read: every length is 0
+    return ffi.cast(ctype, buf.address + index * width)
+
+
+_EMPTY = ffi.new("uint64_t[1]")
+
+
+def _strings(arr: pa.Array) -> tuple[Any, Any]:
+    """(offsets, data) pointers of a string array (its slice offset applied)."""
+    bufs = arr.buffers()
+    return _ptr("int32_t *", bufs[1], arr.offset, 4), _ptr("char *", bufs[2], 0, 1)
+
+
+def format_rows(
+    file: pa.DictionaryArray,
+    line: pa.Array,
+    signature: pa.DictionaryArray,
+    text: pa.Array,
+    chunk: int = 1 << 20,
+) -> Any:
+    """Yield ``file:line:signature:text\\n`` rows as bytes, about ``chunk`` at a time.
+
+    ``file`` and ``signature`` are dictionary arrays of strings with int32
+    indices, ``line`` uint64, ``text`` a string array; nulls are not allowed
+    (the match table has none in these columns).  Terminal controls in the
+    text are escaped (:func:`denpex_fast.textsafe.terminal_safe`).
+    """
+    n = len(line)
+    if not (len(file) == len(signature) == len(text) == n):
+        raise ValueError("format_rows: columns of different lengths")
+    for arr in (file, line, signature, text):
+        if arr.null_count:
+            raise ValueError("format_rows: null values")
+    if n == 0:
+        return
+    f_off, f_data = _strings(file.dictionary)
+    s_off, s_data = _strings(signature.dictionary)
+    t_off, t_data = _strings(text)
+    f_idx = _ptr("int32_t *", file.indices.buffers()[1], file.indices.offset, 4)
+    s_idx = _ptr("int32_t *", signature.indices.buffers()[1], signature.indices.offset, 4)
+    lines = _ptr("uint64_t *", line.buffers()[1], line.offset, 8)
+    out = bytearray(chunk)
+    written = ffi.new("uint64_t *")
+    done = 0
+    while done < n:
+        dst = ffi.from_buffer(out)
+        try:
+            k = lib.dx_format_rows(
+                n - done,
+                f_idx + done,
+                f_off,
+                f_data,
+                lines + done,
+                s_idx + done,
+                s_off,
+                s_data,
+                t_off + done,
+                t_data,
+                dst,
+                len(out),
+                written,
+            )
+        finally:
+            ffi.release(dst)
+        if k == 0:  # one row larger than the buffer: grow it to that row
+            out = bytearray(2 * len(out))
+            continue
+        done += k
+        yield bytes(memoryview(out)[: written[0]])

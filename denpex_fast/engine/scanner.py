@@ -436,6 +436,7 @@ class Scanner:
         cancel: _native.CancelFlag | None = None,
         binary: bool = False,
         globs: Sequence[str] = (),
+        on_batch: Callable[[pa.RecordBatch], None] | None = None,
     ) -> ScanResult:
         """Scan and return a :class:`ScanResult` (table, errors, counts, stats).
 
@@ -453,7 +454,11 @@ class Scanner:
         ``binary``: scan binary files too instead of skipping them (they are
         listed in ``ScanResult.skipped`` and counted in ``stats["skipped"]``);
         ``globs``: ripgrep-style ``GLOB`` / ``!GLOB`` filters on the files found
-        inside directories (:func:`denpex_fast.io.sources.glob_filter`).
+        inside directories (:func:`denpex_fast.io.sources.glob_filter`);
+        ``on_batch``: each RecordBatch of rows is handed to it as it is found,
+        in input order, instead of being kept: the result's table is then
+        empty, ``stats["rows"]`` counts what was handed over, and memory does
+        not grow with the rows (``denpex scan`` prints this way).
         """
         if errors not in ("raise", "collect"):
             raise ValueError("errors must be 'raise' or 'collect'")
@@ -461,6 +466,7 @@ class Scanner:
         batches: list[pa.RecordBatch] = []
         parts: list[pa.Table] = []
         sink = _Collector()
+        streamed = 0
         for batch in self._iter(
             paths,
             threads=threads,
@@ -475,6 +481,10 @@ class Scanner:
             binary=binary,
             globs=globs,
         ):
+            if on_batch is not None:
+                on_batch(batch)
+                streamed += batch.num_rows
+                continue
             batches.append(batch)
             if len(batches) >= COALESCE_BATCHES:
                 # many small files give one tiny batch each; each costs buffers
@@ -487,7 +497,7 @@ class Scanner:
             "files": sink.files_read(),
             "skipped": len(sink.skipped),
             "bytes": sink.bytes,
-            "rows": table.num_rows,
+            "rows": table.num_rows + streamed,
             "text_dropped": sink.text_dropped,
             "seconds": time.perf_counter() - t0,
         }

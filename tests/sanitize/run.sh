@@ -58,7 +58,8 @@ fi
 # Left out: tests/test_scanner_memory.py measures RSS, which ASan's shadow
 # memory and free() quarantine change by design.
 TESTS=(test_scanner_cases.py test_scanner_property.py test_scanner_hostile.py
-       test_database_cache.py test_cli.py test_baseline.py test_fuzz_regressions.py)
+       test_database_cache.py test_cli.py test_baseline.py test_fuzz_regressions.py
+       test_scan_output.py)
 start=$SECONDS
 status=0
 "$VENV/bin/pytest" -c "$ROOT/pyproject.toml" --rootdir "$ROOT" -p no:cacheprovider -q \
