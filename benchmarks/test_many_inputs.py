@@ -102,3 +102,41 @@ def test_many_small_inputs(benchmark, what: str, tmp_path: Path) -> None:  # typ
         t10,
         peak_rss_mib=m10,
     )
+
+
+def _split(corpus: Path, parts: int) -> Path:
+    """The corpus's bytes cut at line ends into ``parts`` files of one directory."""
+    root = data_dir() / f"split-{corpus.stem}-{parts}"
+    if root.exists():
+        return root
+    tmp = root.with_suffix(".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    data = corpus.read_bytes()
+    step = len(data) // parts
+    start = 0
+    for i in range(parts):
+        end = len(data) if i == parts - 1 else data.find(b"\n", start + step) + 1 or len(data)
+        (tmp / f"part{i:05d}.log").write_bytes(data[start:end])
+        start = end
+    tmp.rename(root)
+    return root
+
+
+@pytest.mark.parametrize("mode", ["quiet", "print"])
+def test_same_bytes_in_many_files(benchmark, corpus: Path, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """``denpex scan -j2`` over the corpus cut into 10,000 files vs 16 files:
+    the per-file cost (walk, classify, read, tally, counts) as a ratio."""
+    flags = ["-q"] if mode == "quiet" else ["-m", "100"]
+    few, many = _split(corpus, 16), _split(corpus, 10_000)
+    t16, m16 = _run(["scan", "-j2", *flags, str(few)])
+    t10k, m10k = benchmark.pedantic(
+        _run, args=(["scan", "-j2", *flags, str(many)],), rounds=1, iterations=1
+    )
+    record(
+        f"scan {mode} 10,000 files / 16 files: time {t10k / t16:.2f}x, RSS {m10k / m16:.2f}x",
+        corpus.stat().st_size,
+        t10k,
+        ratio_time=t10k / t16,
+        ratio_rss=m10k / m16,
+        peak_rss_mib=m10k,
+    )

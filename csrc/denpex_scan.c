@@ -42,6 +42,8 @@ struct dx_db {
 
 struct dx_scratch {
     hs_scratch_t *hs;
+    char *buf;      /* small files are read here whole (see dx_scan_file) */
+    uint64_t cap;
 };
 
 /* ------------------------------------------------------------------ errors */
@@ -312,6 +314,7 @@ int dx_scratch_new(const dx_db *db, dx_scratch **out, dx_error *err) {
 void dx_scratch_free(dx_scratch *s) {
     if (!s) return;
     hs_free_scratch(s->hs);
+    free(s->buf);
     free(s);
 }
 
@@ -717,6 +720,24 @@ static uint64_t align_line(const char *map, uint64_t limit, uint64_t p, uint64_t
     return limit;
 }
 
+/* Scan the lines that start in [start, stop) of a file's bytes map[0, size). */
+static int scan_region(const dx_db *db, dx_scratch *s, const char *map, uint64_t size,
+                       uint64_t start, uint64_t stop, const dx_options *opt, dx_tally *tally,
+                       dx_result *res, dx_error *err) {
+    int rc = DX_OK;
+    /* no line starts in [start, stop) unless a newline precedes stop */
+    const uint64_t chunk = opt->release_every ? opt->release_every : opt->max_piece;
+    uint64_t a = align_line(map, stop, start, chunk, opt->cancel);
+    uint64_t b = a >= stop ? a : stop >= size ? size : align_line(map, size, stop, chunk, opt->cancel);
+    res->range_start = a;
+    res->range_end = b < a ? a : b;
+    scan_ctx c = {opt, tally, res, map, 0, size, a, a, 0, a, 0, 0};
+    if (opt->cancel && *opt->cancel) rc = set_err(err, DX_ERR_CANCELLED, "scan cancelled", NULL);
+    else if (b > a) rc = scan_blocks(db, s, &c, a, b, map, err);
+    res->newlines += c.line;
+    return rc;
+}
+
 int dx_scan_file(const dx_db *db, dx_scratch *s, const char *path, uint64_t start, uint64_t end,
                  const dx_options *opt, dx_tally *tally, dx_result *res, dx_error *err) {
     pthread_once(&count_nl_once, pick_count_nl);
@@ -752,6 +773,37 @@ int dx_scan_file(const dx_db *db, dx_scratch *s, const char *path, uint64_t star
         res->range_start = res->range_end = start < size ? start : size;
         return DX_OK;
     }
+    if (start == 0 && size <= (uint64_t)DX_READ_WHOLE) {
+        /* A small file is read whole into the scratch's buffer: for the many
+         * small files of a job directory, mapping, faulting in and unmapping
+         * each one costs more than the copy (and more than scanning it). */
+        if (s->cap < size) {
+            char *nb = realloc(s->buf, (size_t)size);
+            if (!nb) {
+                close(fd);
+                return set_err(err, DX_ERR_NOMEM, "out of memory reading a small file", NULL);
+            }
+            s->buf = nb;
+            s->cap = size;
+        }
+        uint64_t got = 0;
+        while (got < size) {
+            ssize_t r = read(fd, s->buf + got, (size_t)(size - got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) {
+                int e = errno;
+                close(fd);
+                return set_io_err(err, DX_ERR_IO, e, "read");
+            }
+            if (r == 0) break; /* the file shrank since fstat */
+            got += (uint64_t)r;
+        }
+        close(fd);
+        int rc = scan_region(db, s, s->buf, got, start, stop < got ? stop : got, opt, tally, res, err);
+        if (rc == DX_OK && got < size)
+            rc = set_err(err, DX_ERR_TRUNCATED, "file was truncated while it was being read", NULL);
+        return rc;
+    }
     char *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     int map_errno = errno;
     close(fd); /* the mapping keeps the file; no descriptor outlives this call */
@@ -760,20 +812,9 @@ int dx_scan_file(const dx_db *db, dx_scratch *s, const char *path, uint64_t star
 
     int rc = DX_OK;
     sigjmp_buf jb;
-    scan_ctx c;
     if (sigsetjmp(jb, 1) == 0) {
         bus_jmp = &jb;
-        /* no line starts in [start, stop) unless a newline precedes stop */
-        const uint64_t chunk = opt->release_every ? opt->release_every : opt->max_piece;
-        uint64_t a = align_line(map, stop, start, chunk, opt->cancel);
-        uint64_t b = a >= stop ? a : stop >= size ? size : align_line(map, size, stop, chunk, opt->cancel);
-        res->range_start = a;
-        res->range_end = b < a ? a : b;
-        scan_ctx init = {opt, tally, res, map, 0, size, a, a, 0, a, 0, 0};
-        c = init;
-        if (opt->cancel && *opt->cancel) rc = set_err(err, DX_ERR_CANCELLED, "scan cancelled", NULL);
-        else if (b > a) rc = scan_blocks(db, s, &c, a, b, map, err);
-        res->newlines += c.line;
+        rc = scan_region(db, s, map, size, start, stop, opt, tally, res, err);
         bus_jmp = NULL;
     } else {
         /* SIGBUS: the file shrank under the mapping.  The scratch may be

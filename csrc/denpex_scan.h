@@ -32,6 +32,9 @@
 #define DX_ERR_ARG -7        /* invalid argument */
 #define DX_ERR_CANCELLED -8  /* *cancel became non-zero */
 #define DX_ERR_NOTREG -9     /* not a regular file (FIFO, device, socket) */
+/* dx_scan_file reads a file of at most this many bytes whole (from offset 0)
+ * into the scratch's buffer instead of mapping it */
+#define DX_READ_WHOLE 8388608
 
 typedef struct dx_db dx_db;
 typedef struct dx_scratch dx_scratch;

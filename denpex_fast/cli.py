@@ -488,6 +488,8 @@ def scan_cmd(
     if count_lines or files_with_matches:
         # every matching line is a row (exact counts); its text is not shown
         max_count, max_text = (1 << 62), 1
+    if quiet:  # only whether a line matched: one row per signature and file is enough
+        max_count, max_text = 1, 1
     try:
         scanner = _build_scanner(
             exprs,

@@ -210,3 +210,24 @@ def test_a_small_file_that_vanishes_costs_only_its_own_rows(tmp_path: Path) -> N
     res = s.run([i.name for i in inputs], errors="collect", threads=2)
     assert [e.path for e in res.errors] == [str(d / "r3.log")]
     assert res.table.num_rows == 9
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_files_either_side_of_the_read_whole_bound(tmp_path: Path, extra: int) -> None:
+    # at most READ_WHOLE bytes: read into the scratch's buffer; past it: mapped.
+    # The rows are the same either way, a match in the unterminated last line too.
+    from denpex_fast.engine._native import READ_WHOLE
+
+    tail = b"[rank3]: CUDA out of memory"
+    filler = b"step 1 ok\n"
+    n = READ_WHOLE + extra - len(tail)
+    body = filler * (n // len(filler)) + b"x" * (n % len(filler))
+    data = b"CUDA out of memory first\n" + body[25:] + tail
+    assert len(data) == READ_WHOLE + extra
+    p = tmp_path / "edge.log"
+    p.write_bytes(data)
+    patterns = {"oom": ["CUDA out of memory"]}
+    s = Scanner(patterns=patterns)
+    for threads, unit in ((1, 1 << 30), (2, 1 << 20)):
+        got = s.run([str(p)], threads=threads, unit_size=unit).table
+        assert sort_rows(table_rows(got)) == sort_rows(oracle(data, patterns)), (threads, unit)

@@ -42,6 +42,8 @@ ERR_DB = lib.DX_ERR_DB
 ERR_ARG = lib.DX_ERR_ARG
 ERR_CANCELLED = lib.DX_ERR_CANCELLED
 ERR_NOTREG = lib.DX_ERR_NOTREG
+#: files up to this size are read whole into a reused buffer, not mapped
+READ_WHOLE = lib.DX_READ_WHOLE
 #: what a count-returning function gives back when it ran out of memory
 NOMEM_COUNT = (1 << 64) - 1
 

@@ -404,9 +404,16 @@ def _classify_all(files: list[tuple[bytes, os.stat_result]]) -> list[Input | Fil
         return [_classify(p, st) for p, st in files]
     from concurrent.futures import ThreadPoolExecutor
 
+    def chunk(part: list[tuple[bytes, os.stat_result]]) -> list[Input | FileError]:
+        return [_classify(p, st) for p, st in part]
+
+    # threads overlap the opens and reads of a cold cache; a future per file
+    # would cost more than the file's own work, so each takes a run of them
     n = min(8, os.cpu_count() or 1)
+    step = max(PARALLEL_CLASSIFY, len(files) // (4 * n) + 1)
     with ThreadPoolExecutor(n, thread_name_prefix="denpex-sniff") as pool:
-        return list(pool.map(lambda x: _classify(*x), files, chunksize=64))
+        parts = pool.map(chunk, [files[i : i + step] for i in range(0, len(files), step)])
+        return [item for part in parts for item in part]
 
 
 def _walk(
