@@ -54,11 +54,28 @@ def _without_pandas() -> Any:
 
 
 def _stderr_console(quiet: bool = False) -> Any:
-    from rich.console import Console
+    """rich's stderr console, made on first use (a run that prints no message
+    spares its ~17 ms of imports)."""
+    return _LazyConsole(quiet)
 
-    # soft_wrap: a message is one line whatever its length (rich would otherwise
-    # wrap at 80 columns when stderr is not a terminal)
-    return Console(stderr=True, quiet=quiet, highlight=False, soft_wrap=True)
+
+class _LazyConsole:
+    def __init__(self, quiet: bool) -> None:
+        self._quiet = quiet
+        self._console: Any = None
+
+    def real(self) -> Any:
+        """The rich Console itself (for rich objects that take one)."""
+        if self._console is None:
+            from rich.console import Console
+
+            # soft_wrap: a message is one line whatever its length (rich would
+            # otherwise wrap at 80 columns when stderr is not a terminal)
+            self._console = Console(stderr=True, quiet=self._quiet, highlight=False, soft_wrap=True)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
 
 
 def parse_pattern_file(path: str) -> dict[str, list[str]]:
@@ -171,6 +188,8 @@ def _byte_progress(console: Any, label: str) -> Any:
         TransferSpeedColumn,
     )
 
+    if isinstance(console, _LazyConsole):
+        console = console.real()
     return Progress(
         TextColumn(label),
         BarColumn(),
@@ -505,19 +524,17 @@ def scan_cmd(
         console.print(f"denpex: {exc}", style="red", markup=False)
         sys.exit(EXIT_ERROR)
 
-    from . import scan_output as so
-
     tty = sys.stdout.isatty()
     use_color = color == "always" or (color == "auto" and tty)
     before = before_context or (context or 0)
     after = after_context or (context or 0)
-    style = so.Style(
-        color=use_color, heading=tty if heading is None else heading, before=before, after=after
-    )
+    use_heading = tty if heading is None else heading
     # plain rows are printed as the scan finds them (memory does not grow with them)
     stream = not (output or quiet or files_with_matches or count_lines or as_json) and not (
-        style.color or style.heading or before or after
+        use_color or use_heading or before or after
     )
+    if not quiet:  # -q prints nothing: its start-up spares the output modules
+        from . import scan_output as so
     bar = _progress(console, progress and not quiet)
     task = bar.add_task("scan", total=None) if bar else None
 
@@ -559,7 +576,7 @@ def scan_cmd(
             bar.stop()
 
     table = result.table
-    if not no_messages:
+    if not (no_messages or quiet):  # -q prints nothing, messages included
         for e in result.errors:
             console.print(f"denpex: {e.path}: {e.message}", style="red", markup=False)
         if not (count_lines or files_with_matches):
@@ -577,6 +594,7 @@ def scan_cmd(
     elif as_json:
         so.write_json(sys.stdout, result, _highlighter(scanner, ignore_case))
     else:
+        style = so.Style(color=use_color, heading=use_heading, before=before, after=after)
         reader = None
         if before or after:
             from .io.readback import JobBytes
@@ -603,11 +621,8 @@ def _scan_warnings(result: Any, max_count: int) -> list[str]:
     out = []
     counts = result.counts
     if counts.num_rows:
-        import pyarrow.compute as pc
-
-        hidden = int(pc.sum(counts.column("lines")).as_py()) - int(
-            pc.sum(counts.column("kept")).as_py()
-        )
+        lines, kept = counts.column("lines").to_numpy(), counts.column("kept").to_numpy()
+        hidden = int(lines.sum()) - int(kept.sum())
         if hidden > 0:
             out.append(
                 f"{hidden:,} matching lines not shown: --max-count keeps {max_count:,} "

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .schema import MATCH_SCHEMA
 from .textsafe import terminal_safe
@@ -50,6 +49,8 @@ class Style:
 
 def _file_groups(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:
     """(file, its rows sorted by line) in the order the files were scanned."""
+    import pyarrow.compute as pc
+
     if not table.num_rows:
         return
     files = table.column("file").cast(pa.string())
@@ -198,10 +199,17 @@ def write_plain_batch(out: IO[bytes], batch: pa.RecordBatch) -> None:
 
     if not batch.num_rows:
         return
-    text = batch.column("text").cast(pa.string())
-    if text.null_count:
-        text = pc.fill_null(text, "")
-    line = pc.fill_null(batch.column("line").cast(pa.uint64()), 0)
+    # casts and fills only where a column is not as the match table has it
+    # (pyarrow.compute costs ~25 ms of start-up)
+    text, line = batch.column("text"), batch.column("line")
+    if text.type != pa.string():
+        text = text.cast(pa.string())
+    if line.type != pa.uint64():
+        line = line.cast(pa.uint64())
+    if text.null_count or line.null_count:
+        import pyarrow.compute as pc
+
+        text, line = pc.fill_null(text, ""), pc.fill_null(line, 0)
     file, sig = _dictionary(batch.column("file")), _dictionary(batch.column("signature"))
     for chunk in format_rows(file, line, sig, text):
         out.write(chunk)
@@ -212,6 +220,10 @@ _DICT = pa.dictionary(pa.int32(), pa.string())
 
 def _dictionary(col: pa.Array) -> pa.DictionaryArray:
     """``col`` as a dictionary of strings with int32 indices and no nulls."""
+    if col.type == _DICT and not col.null_count:
+        return col
+    import pyarrow.compute as pc
+
     if col.type != _DICT:
         col = pc.dictionary_encode(col.cast(pa.string())).cast(_DICT)
     if col.null_count:

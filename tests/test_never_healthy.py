@@ -45,3 +45,33 @@ def test_a_lone_failure_line_is_named(line: str, tmp_path: Path) -> None:
     d = dx.diagnose(str(log))
     assert d.verdict in ("failure", "suspect"), (line, d.verdict)
     assert d.initiating is not None and d.initiating.line == 1
+
+
+CUT = [
+    "epoch 1 step 10 loss 0.41",
+    "Traceback (most recent call last):",
+    '  File "/opt/app/train.py", line 74, in <module>',
+    "    trainer.fit(model)",
+    '  File "/opt/conda/lib/python3.10/site-packages/trainer.py", line 552, in fit',
+    "    self._run(model)",
+]
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank3]:"])
+def test_a_log_that_ends_inside_a_traceback_failed_there(prefix: str, tmp_path: Path) -> None:
+    # the exception line was never written (a cut paste, a process killed
+    # while printing): the traceback's header is where the job failed
+    log = tmp_path / "cut.log"
+    log.write_text("".join(f"{prefix}{x}\n" for x in CUT))
+    d = dx.diagnose(str(log))
+    assert d.verdict in ("failure", "suspect")
+    assert d.initiating is not None and d.initiating.line == 2
+    assert any("ends inside this traceback" in r for r in d.reasons)
+
+
+def test_a_traceback_followed_by_more_output_is_not_a_cut_one(tmp_path: Path) -> None:
+    # frames, then ordinary lines again: the traceback was not where the log ends
+    log = tmp_path / "later.log"
+    log.write_text("\n".join([*CUT, "retrying with a smaller batch", "epoch 1 step 11"]) + "\n")
+    d = dx.diagnose(str(log))
+    assert not any("ends inside this traceback" in r for r in d.reasons)

@@ -651,6 +651,8 @@ def rank_events(
         # log cut mid-run looks (a stalled rank holds the others back by one
         # step too, so one step says nothing); the job stopped
         cands = []
+    if not cands and reader is not None:
+        cands = _cut_tracebacks(live, table, reader, kb)
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
     if not cands:
@@ -689,6 +691,12 @@ def rank_events(
         first = replace(first, rank=top.rank)
     verdict = "failure" if p_top >= model.threshold and not virtual_why else "suspect"
     reasons = _evidence(top, first, virtual_why, X[order[0]], model)
+    if top.extra.get("cut_traceback"):
+        reasons.insert(
+            0,
+            "the log ends inside this traceback, before its exception line: the error it "
+            "would name was never written (a cut paste, or a process killed while printing)",
+        )
     tie = [
         c.head
         for c in (cands[int(i)] for i in order[1:6])
@@ -1153,6 +1161,39 @@ def _rank_dir(label: str) -> str:
     """The directory that holds one entry per rank (``attempt_0`` of ``attempt_0/3/stderr.log``)."""
     head = label.replace("\\", "/").rsplit("/", 1)[0]
     return head.rsplit("/", 1)[0] if _LOCAL_PATH.search(label.replace("\\", "/")) else head
+
+
+#: a line inside a Python traceback's frames: ``File "x.py", line 3, in f``,
+#: the indented source line under it, carets, or nothing
+_FRAME_LINE = re.compile(r'File "[^"]*", line \d+|^\s*$|^(?:\S*?[:\]>|]\s?)?\s{2,}\S')
+#: lines read after a traceback header to find where it ends
+CUT_TRACEBACK_LINES = 400
+
+
+def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any) -> list[Incident]:
+    """A traceback whose file ends among its frames, before the exception line.
+
+    A paste cut short or a process killed while printing leaves only the
+    header and some frames: no line names the error, yet the job failed
+    there.  Only consulted when nothing else is a candidate; the header (the
+    file's last one) is an open-world incident.
+    """
+    offsets = table.column("offset")
+    last: dict[str, Event] = {}
+    for e in live:
+        if "traceback-start" in marks(kb, e.signature) and e.index >= 0:
+            if e.file not in last or e.line > last[e.file].line:
+                last[e.file] = e
+    out = []
+    for e in last.values():
+        got = reader.around(e.file, e.line, int(offsets[e.index].as_py()), 0, CUT_TRACEBACK_LINES)
+        after = [text for n, text in got if n > e.line]
+        if not after or len(after) >= CUT_TRACEBACK_LINES:
+            continue
+        if all(_FRAME_LINE.search(text) for text in after):
+            inc = Incident([e], e, e.rank, e.host, TIER_OPEN, e.t, {"cut_traceback": True})
+            out.append(inc)
+    return out
 
 
 def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | None:

@@ -125,6 +125,8 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "code): it joins the incident next to it and lends it its rank",
         "prelude": "opens a report whose error line comes later (anomaly mode's forward traceback): "
         "it joins the next incident of the same rank in the same file",
+        "traceback-start": "opens a Python traceback: a log that ends inside its frames, before "
+        "the exception line (a cut paste, a process killed while printing), failed there",
         "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
         "connection refused): when the host it tried is a rank that printed nothing, "
         "that rank is the suspect",
