@@ -1034,6 +1034,8 @@ def index_cmd(
         raise click.UsageError("give --job-glob or --job-regex, not both")
     if sum(x is not None for x in (threads, processes, dask_address)) > 1:
         raise click.UsageError("give -j/--threads, -p/--processes or --dask, not two")
+    if dask_address is None:  # Dask itself needs pandas; the local index does not
+        click.get_current_context().with_resource(_without_pandas())
     try:
         scanner = _build_scanner(exprs, files, signature_dirs, False, 10_000, 1024)
     except (DenpexError, OSError) as exc:

@@ -25,6 +25,7 @@ one's staged files.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -37,13 +38,27 @@ from urllib.parse import unquote
 import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import DenpexError
 
 DATASETS = ("matches", "rank_fates", "diagnosis", "manifest")  # commit order
-PARTITIONING = ds.partitioning(pa.schema([("job", pa.string())]), flavor="hive")
+
+
+def __getattr__(name: str) -> Any:
+    # pyarrow.dataset imports pandas (~0.2 s of start-up): loaded on first use,
+    # so a re-index that finds every job unchanged never pays for it
+    if name == "PARTITIONING":
+        return partitioning()
+    raise AttributeError(name)
+
+
+@functools.lru_cache(maxsize=1)
+def partitioning() -> Any:
+    """The index's hive partitioning by ``job``."""
+    import pyarrow.dataset as ds
+
+    return ds.partitioning(pa.schema([("job", pa.string())]), flavor="hive")
 
 
 # -- storage ------------------------------------------------------------------
@@ -74,7 +89,7 @@ def _owner_text(raw: bytes) -> str:
 
 def partition_name(job: str) -> str:
     """The partition directory of ``job`` (``job=<percent-encoded name>``)."""
-    return str(PARTITIONING.format(pc.field("job") == job)[0])
+    return str(partitioning().format(pc.field("job") == job)[0])
 
 
 class IndexStore:
@@ -211,6 +226,8 @@ class IndexStore:
         return sorted(f for f in files if unquote(f.rstrip("/").rsplit("/", 2)[-2][4:]) in done)
 
     def _read_all(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
+        import pyarrow.dataset as ds
+
         path = self.path(name)
         try:
             if not self._exists(path):
@@ -243,6 +260,8 @@ class IndexStore:
         partition.  A crash at any point leaves the pending marker, so the
         next run indexes the job again.
         """
+        import pyarrow.dataset as ds
+
         tmp = self.path(".tmp", uuid.uuid4().hex)
         part = partition_name(job)
         staged: dict[str, str | None] = {}
@@ -258,7 +277,7 @@ class IndexStore:
                 table,
                 f"{tmp}/{name}",
                 format="parquet",
-                partitioning=PARTITIONING,
+                partitioning=partitioning(),
                 filesystem=self.arrow_fs(),
                 basename_template="part-{i}.parquet",
                 existing_data_behavior="overwrite_or_ignore",
