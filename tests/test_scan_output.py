@@ -104,9 +104,7 @@ def _scan(*args: str) -> subprocess.CompletedProcess[bytes]:
 
 def test_streamed_rows_are_the_match_table(tmp_path: Path) -> None:
     # several files, one split into parallel ranges: rows stream in input order
-    lines = [
-        f"step {i} loss nan\x1b[0m\r" if i % 7 == 0 else f"step {i} ok" for i in range(20_000)
-    ]
+    lines = [f"step {i} loss nan\x1b[0m\r" if i % 7 == 0 else f"step {i} ok" for i in range(20_000)]
     for name in ("a.log", "b.log"):
         (tmp_path / name).write_text("\n".join(lines) + "\n")
     paths = [str(tmp_path / "a.log"), str(tmp_path / "b.log")]
