@@ -949,7 +949,8 @@ class _IndexProgress:
     "--threads",
     type=click.IntRange(1),
     default=None,
-    help="Jobs indexed at once in threads (default: all cores).",
+    help="Jobs indexed at once in threads (default: all cores, in worker processes "
+    "when there are two jobs per core and 256 MiB of new or changed jobs, else threads).",
 )
 @click.option(
     "-p",
@@ -1052,7 +1053,10 @@ def index_cmd(
             job_glob=job_glob,
             job_regex=job_regex,
             threads=threads,
-            processes=processes,
+            # default: worker processes when the work pays for their start
+            processes="auto"
+            if threads is None and processes is None and dask_address is None
+            else processes,
             dask=dask_address,
             prune=prune,
             options=opts,

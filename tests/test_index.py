@@ -321,6 +321,38 @@ def test_process_pool_index_equals_thread_index(tmp_path: Path, scanner: Scanner
         fs.rm("/mem-procs", recursive=True)
 
 
+def test_auto_picks_processes_only_when_the_work_pays_for_them(
+    tmp_path: Path,
+    scanner: Scanner,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    from denpex_fast.batch import build
+
+    monkeypatch.setattr("denpex_fast.engine.scanner.default_threads", lambda: 2)
+    root = tmp_path / "archive"
+    root.mkdir()
+    make_archive(root, n_extra=4)  # 8 jobs of a few KiB
+    caplog.set_level(logging.INFO, logger="denpex_fast")
+    small = build_index(str(root), str(tmp_path / "small"), scanner=scanner, processes="auto")
+    assert small.ok and small.count("indexed") == 8
+    assert "worker processes" not in caplog.text  # too little work: threads
+    monkeypatch.setattr(build, "PROCESSES_FROM_BYTES", 1)
+    caplog.clear()
+    big = build_index(str(root), str(tmp_path / "big"), scanner=scanner, processes="auto")
+    assert big.ok and big.count("indexed") == 8
+    assert "indexing in 2 worker processes" in caplog.text
+    assert comparable(open_index(str(tmp_path / "big"))) == comparable(
+        open_index(str(tmp_path / "small"))
+    )
+    # nothing new to index: no worker starts
+    caplog.clear()
+    again = build_index(str(root), str(tmp_path / "big"), scanner=scanner, processes="auto")
+    assert again.count("unchanged") == 8 and "worker processes" not in caplog.text
+
+
 def test_signature_set_pickles_for_workers() -> None:
     import pickle
 

@@ -70,7 +70,7 @@ def build_index(
     job_glob: str | None = None,
     job_regex: str | None = None,
     threads: int | None = None,
-    processes: int | None = None,
+    processes: int | str | None = None,
     dask: Any = None,
     prune: bool = False,
     options: IndexOptions | None = None,
@@ -82,11 +82,15 @@ def build_index(
 
     ``scanner``: a :class:`~denpex_fast.Scanner` (default: the built-in
     knowledge base, or ``signatures`` paths added to it); ``threads``: jobs
-    indexed at once (default: all cores); ``processes``: index that many
+    indexed at once in threads; ``processes``: index that many
     jobs at once in worker processes instead of threads (diagnosis is
     Python and holds the GIL, so processes scale better on many cores;
     each worker commits its own jobs; as with any ``multiprocessing``, a
     script calling this needs an ``if __name__ == "__main__":`` guard);
+    ``processes="auto"`` (what ``denpex index`` does by default): all cores,
+    in worker processes when there are at least two jobs per core and
+    :data:`PROCESSES_FROM_BYTES` of new or changed jobs outside memory://,
+    in threads otherwise;
     ``dask``: a ``distributed.Client``, a scheduler address or ``"local"``
     to run the jobs on a Dask cluster instead; ``prune``: drop jobs no longer under
     ``root``; ``options``: :class:`IndexOptions`.  Only new or changed jobs
@@ -101,8 +105,10 @@ def build_index(
 
     if processes is not None and (threads is not None or dask is not None):
         raise ValueError("give threads, processes or dask, not two of them")
-    if processes is not None and processes < 1:
-        raise ValueError("processes must be >= 1")
+    if processes is not None and not (
+        processes == "auto" or (isinstance(processes, int) and processes >= 1)
+    ):
+        raise ValueError('processes must be >= 1 or "auto"')
     t0 = time.perf_counter()
     opts = options or IndexOptions()
     sig_paths = tuple(str(p) for p in signatures) if signatures else None
@@ -144,7 +150,7 @@ def _build(
     storage_options: dict[str, Any] | None,
     progress: ProgressHook | None,
     dask: Any,
-    processes: int | None,
+    processes: int | str | None,
     threads: int | None,
     prune: bool,
     index: str,
@@ -165,7 +171,10 @@ def _build(
         from .dask import index_jobs_on_dask
 
         results: Iterable[JobReport] = index_jobs_on_dask(dask, jobs, ctx, previous)
-    elif processes is not None:
+    elif processes == "auto" and _processes_pay(jobs, ctx, previous, store):
+        log.info("indexing in %d worker processes (default for this much work)", default_threads())
+        results = _index_processes(jobs, ctx, previous, default_threads())
+    elif isinstance(processes, int):
         if _in_memory(store.fs) or any(_in_memory(j.fs) for j in jobs):
             raise ValueError(
                 "a memory:// root or index is private to this process; index it with threads"
@@ -217,6 +226,29 @@ def _index_threads(
             for f in futures:
                 f.cancel()
             raise
+
+
+#: work to index (bytes of new or changed jobs) from which the default is
+#: worker processes: their start (about 0.5 s: imports, the knowledge base)
+#: is paid back once the GIL-bound diagnosis of the jobs runs in parallel
+PROCESSES_FROM_BYTES = 256 << 20
+
+
+def _processes_pay(jobs: list[Job], ctx: JobContext, previous: dict[str, Any], store: Any) -> bool:
+    """Whether the default run should use worker processes rather than threads:
+    several cores, enough jobs to share, enough bytes to pay for the start,
+    and a root and index that other processes can reach."""
+    from ..engine.scanner import default_threads
+
+    n = default_threads()
+    if n < 2 or _in_memory(store.fs) or any(_in_memory(j.fs) for j in jobs):
+        return False
+    todo = [
+        j
+        for j in jobs
+        if plan_job(j, previous.get(j.name), ctx.options, stat_only=True)[0] != "unchanged"
+    ]
+    return len(todo) >= 2 * n and sum(j.size for j in todo) >= PROCESSES_FROM_BYTES
 
 
 def _per_job_threads(n: int, n_jobs: int) -> int:
