@@ -3,7 +3,6 @@ streamed: the same bytes as the Python reference formatting, on any text."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,11 +93,10 @@ def test_batch_with_nulls_and_plain_columns() -> None:
     assert out.data == b"x.log:1:s:a\\x1bb\nx.log:0::\n"
 
 
-def _scan(*args: str) -> subprocess.CompletedProcess[bytes]:
+def _scan(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    # cwd: not the source tree, whose unbuilt package would shadow the installed one
     return subprocess.run(
-        [sys.executable, "-m", "denpex_fast", "scan", *args],
-        capture_output=True,
-        env={**os.environ, "DENPEX_CACHE_DIR": os.environ.get("DENPEX_CACHE_DIR", "")},
+        [sys.executable, "-m", "denpex_fast", "scan", *args], capture_output=True, cwd=cwd
     )
 
 
@@ -117,7 +115,7 @@ def test_streamed_rows_are_the_match_table(tmp_path: Path) -> None:
         table.table.column("signature").to_pylist(),
         table.table.column("text").to_pylist(),
     )
-    r = _scan("-j2", "-m", str(1 << 40), "-e", "nan=loss nan", *paths)
+    r = _scan(tmp_path, "-j2", "-m", str(1 << 40), "-e", "nan=loss nan", *paths)
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode() == want
     assert want.count("\n") == 2 * len(range(0, 20_000, 7))
@@ -131,6 +129,7 @@ def test_reader_that_goes_away_stops_quietly(tmp_path: Path) -> None:
         f"{sys.executable} -m denpex_fast scan -m 100000000 -e oom=CUDA {log} | head -1",
         shell=True,
         capture_output=True,
+        cwd=tmp_path,
     )
     assert p.stdout.decode() == f"{log}:1:oom:CUDA out of memory\n"
     assert b"Traceback" not in p.stderr and b"BrokenPipe" not in p.stderr
