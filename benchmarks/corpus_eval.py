@@ -421,9 +421,11 @@ def _failure_class(truth: dict[str, Any]) -> str:
 
 def evaluate(roots: Iterable[str | os.PathLike[str]], scanner: Any = None) -> EvalReport:
     """Evaluate every case under ``roots`` with the shipped model."""
+    from denpex_fast.analysis.diagnosis import diagnosis_scanner
     from denpex_fast.engine.scanner import Scanner
 
-    scanner = scanner or Scanner()
+    # what `denpex diagnose` uses: fewer rows of the high-volume context lines
+    scanner = scanner or diagnosis_scanner(Scanner())
     return EvalReport([evaluate_case(c, scanner) for c in case_dirs(roots)])
 
 

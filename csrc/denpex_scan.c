@@ -575,7 +575,7 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     if (t->last_line[id] == key) return 0; /* same line, same signature */
     t->last_line[id] = key;
     t->count[id]++;
-    if (t->kept[id] >= c->opt->max_rows_per_sig) return 0;
+    if (t->kept[id] >= (c->opt->sig_caps ? c->opt->sig_caps[id] : c->opt->max_rows_per_sig)) return 0;
     if (store_row(c, id, end, last_byte) != 0) {
         c->failed = DX_ERR_NOMEM;
         return 1; /* terminates hs_scan */

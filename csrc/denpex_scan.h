@@ -49,6 +49,7 @@ typedef struct {
 
 typedef struct {
     uint64_t max_rows_per_sig; /* rows kept per (tally, signature); the count stays exact */
+    const uint64_t *sig_caps;  /* optional, one per signature: rows kept, instead of max_rows_per_sig */
     uint32_t max_text;         /* bytes of matched-line text kept per row */
     uint32_t file_index;       /* value written to the `file` column */
     uint64_t block_size;       /* scan granularity; blocks end at a newline */

@@ -755,7 +755,10 @@ def diagnose_cmd(
         )
         sys.exit(EXIT_ERROR)
     try:
-        scanner = Scanner(list(signature_dirs) or None)
+        from .analysis.diagnosis import diagnosis_scanner
+
+        # fewer rows of the high-volume context lines: the ranking reads few of them
+        scanner = diagnosis_scanner(Scanner(list(signature_dirs) or None))
         # a spinner with the elapsed time on stderr, only on a terminal
         status = (
             console.status("diagnosing...") if console.is_terminal else contextlib.nullcontext()

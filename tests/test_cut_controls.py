@@ -69,3 +69,26 @@ def test_whole_control_is_quiet_and_cut_control_stopped(case: Path, tmp_path: Pa
     assert cut.verdict == "stopped", cut.headline
     assert cut.stopped_after is not None and cut.suspect_rank is None
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_long_runs_keep_their_last_step_when_context_rows_are_capped(tmp_path: Path) -> None:
+    # the diagnosis keeps CONTEXT_ROWS rows per file of each progress signature;
+    # a log far longer still ends at its own last step, read from its tail
+    from denpex_fast.analysis.diagnosis import CONTEXT_ROWS
+
+    n = 3 * CONTEXT_ROWS
+    for r in range(2):
+        last = n if r == 0 else n - 500  # rank 1 stops 500 steps early
+        (tmp_path / f"rank{r}.log").write_text(
+            "".join(
+                f"2024-05-01 12:{i // 3600 % 60:02d}:{i % 60:02d},000 INFO rank={r} step={i} "
+                f"loss=0.5\n"
+                for i in range(1, last + 1)
+            )
+        )
+    d = dx.diagnose(str(tmp_path))
+    assert d.stats["matches"] < 2 * n  # the middle of each run was not kept
+    assert d.verdict in ("suspect", "failure", "stopped")
+    assert d.initiating is None or d.initiating.rank == 1
+    fates = {f["rank"]: f for f in d.rank_fates.to_pylist()}
+    assert fates[0]["last_step"] == n and fates[1]["last_step"] == n - 500

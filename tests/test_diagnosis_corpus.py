@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from corpus_eval import EvalReport, cross_validate, evaluate
 
+from denpex_fast.analysis.diagnosis import diagnosis_scanner
 from denpex_fast.analysis.ranker import FEATURE_NAMES, load_model
 from denpex_fast.engine.scanner import Scanner
 
@@ -38,7 +39,7 @@ HOLDOUT5 = HERE / "corpus" / "holdout5"  # held out: only the main process logs
 def report() -> EvalReport:
     rep = evaluate(
         [GENERATED, SHIFTED, SHIFTED2, PUBLIC, HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5],
-        Scanner(),
+        diagnosis_scanner(Scanner()),  # what `denpex diagnose` runs
     )
     for r in rep.subset("dev"):
         print(

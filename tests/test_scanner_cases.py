@@ -231,3 +231,44 @@ def test_files_either_side_of_the_read_whole_bound(tmp_path: Path, extra: int) -
     for threads, unit in ((1, 1 << 30), (2, 1 << 20)):
         got = s.run([str(p)], threads=threads, unit_size=unit).table
         assert sort_rows(table_rows(got)) == sort_rows(oracle(data, patterns)), (threads, unit)
+
+
+def test_per_signature_row_caps(tmp_path: Path) -> None:
+    # a signature of its own cap keeps that many rows per file, in every read
+    # path (one mapped task, ranges, a group of small files, gzip); counts stay exact
+    import gzip
+    import pickle
+
+    body = "".join(f"step {i}\nCUDA out of memory {i}\n" for i in range(300))
+    big = tmp_path / "big.log"
+    big.write_text(body)
+    (tmp_path / "big.log.gz").write_bytes(gzip.compress(body.encode()))
+    small = tmp_path / "small"
+    small.mkdir()
+    for k in range(3):
+        (small / f"s{k}.log").write_text(body[: 200 * (k + 1)])
+    s = Scanner(patterns={"step": r"step \d+", "oom": "out of memory"}, max_rows={"step": 5})
+    assert s.row_caps() == {"step": 5}
+    for threads, unit in ((1, 1 << 30), (2, 512)):
+        r = s.run(
+            [str(big), str(tmp_path / "big.log.gz"), str(small)], threads=threads, unit_size=unit
+        )
+        kept = r.table.group_by(["file", "signature"]).aggregate([("line", "count")])
+        rows = {(x["file"], x["signature"]): x["line_count"] for x in kept.to_pylist()}
+        assert rows[(str(big), "step")] == 5 and rows[(str(big), "oom")] == 300
+        assert rows[(str(tmp_path / "big.log.gz"), "step")] == 5
+        lines = {(x["file"], x["signature"]): x["lines"] for x in r.counts.to_pylist()}
+        assert lines[(str(big), "step")] == 300  # exact
+        steps = [
+            x for x in r.table.to_pylist() if x["file"] == str(big) and x["signature"] == "step"
+        ]
+        assert [x["line"] for x in steps] == [1, 3, 5, 7, 9]  # the first five, in order
+    twin = pickle.loads(pickle.dumps(s))
+    assert twin.row_caps() == {"step": 5}
+    other = s.with_row_caps({"oom": 2})
+    assert other.row_caps() == {"oom": 2} and s.row_caps() == {"step": 5}
+    assert other.run([str(big)]).table.num_rows == 300 + 2
+    with pytest.raises(ValueError, match="no signature 'nope'"):
+        Scanner(patterns={"a": "x"}, max_rows={"nope": 3})
+    with pytest.raises(ValueError, match="at least 1 row"):
+        Scanner(patterns={"a": "x"}, max_rows={"a": 0})

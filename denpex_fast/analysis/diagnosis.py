@@ -263,7 +263,7 @@ def diagnose(
     from ..engine.scanner import Scanner, default_scanner
 
     t0 = time.perf_counter()
-    scanner = scanner or default_scanner()
+    scanner = scanner or diagnosis_scanner(default_scanner())
     if not isinstance(scanner, Scanner):
         raise TypeError("scanner must be a denpex_fast.Scanner")
     from ..io.spool import needs_spool, relabel_result, spool
@@ -335,6 +335,32 @@ def diagnose(
         }
     )
     return d
+
+
+#: rows kept per file of each plain context signature (progress steps, loss
+#: scale and warning lines: tens of thousands per rank in a long run).  The
+#: ranking reads the first and last few of each rank's run
+#: (:func:`denpex_fast.analysis.causal.thin_context`), and where a file had
+#: more, its last progress line comes from its tail; marked context lines
+#: (checkpoints, start, completion) keep the scanner's own cap.
+CONTEXT_ROWS = 1024
+
+
+def diagnosis_scanner(scanner: Any) -> Any:
+    """``scanner`` keeping at most :data:`CONTEXT_ROWS` rows per file of each
+    unmarked context signature (sharing its compiled database)."""
+    kb = scanner.signature_set
+    if kb is None:
+        return scanner
+    caps = {}
+    for sig in scanner.signature_ids:
+        try:
+            entry = kb[sig]
+        except KeyError:
+            continue
+        if entry.role == "context" and not getattr(entry, "marks", ()):
+            caps[sig] = min(CONTEXT_ROWS, scanner.options.max_rows_per_sig)
+    return scanner.with_row_caps(caps) if caps else scanner
 
 
 def _job_root(paths: Any) -> str | None:

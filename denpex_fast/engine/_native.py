@@ -217,11 +217,25 @@ class Options:
     max_piece: int = 64 << 20
     overlap: int = 64 << 10
     release_every: int = 32 << 20
+    #: rows kept per signature (uint64, one per signature), or None: max_rows_per_sig
+    sig_caps: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self._caps_ptr = ffi.NULL
+        if self.sig_caps is not None:
+            self.sig_caps = np.ascontiguousarray(self.sig_caps, dtype=np.uint64)
+            # kept on the object: C reads the array for as long as the options live
+            self._caps_ptr = ffi.cast("uint64_t *", ffi.from_buffer(self.sig_caps))
+
+    def cap_of(self) -> np.ndarray | int:
+        """The row cap of every signature (an array) or of all of them (an int)."""
+        return self.sig_caps if self.sig_caps is not None else self.max_rows_per_sig
 
     def to_c(self, file_index: int, cancel: Any) -> Any:
         """Build the C struct (``cancel`` is an ``int *`` or NULL)."""
         o = ffi.new("dx_options *")
         o.max_rows_per_sig = self.max_rows_per_sig
+        o.sig_caps = self._caps_ptr
         o.max_text = self.max_text
         o.file_index = file_index
         o.block_size = self.block_size

@@ -270,6 +270,10 @@ class Scanner:
         ``False`` disables caching.
     max_rows_per_signature:
         rows kept per (file, signature); counts stay exact.
+    max_rows:
+        ``{"signature-id": n}``: rows kept per file for these signatures,
+        instead of ``max_rows_per_signature`` (the diagnosis keeps fewer of
+        the high-volume context lines: :func:`with_row_caps`).
     max_text:
         bytes of the matched line kept in ``text``.
     caseless:
@@ -288,6 +292,7 @@ class Scanner:
         max_rows_per_signature: int = 10_000,
         max_text: int = 1024,
         caseless: bool = False,
+        max_rows: Mapping[str, int] | None = None,
     ) -> None:
         if max_rows_per_signature < 1:
             raise ValueError("max_rows_per_signature must be >= 1")
@@ -300,12 +305,51 @@ class Scanner:
         self._patterns = _normalise_patterns(patterns)
         self.signature_ids: list[str] = list(self._patterns)
         self.caseless = caseless
-        self.options = _native.Options(max_rows_per_sig=max_rows_per_signature, max_text=max_text)
+        self.options = _native.Options(
+            max_rows_per_sig=max_rows_per_signature,
+            max_text=max_text,
+            sig_caps=self._caps(max_rows_per_signature, max_rows),
+        )
         self._cache_dir = cache.resolve_cache_dir(cache_dir)
         self._db = self._build_database()
         self._sig_dictionary = pa.array(self.signature_ids, pa.string())
         self._local = threading.local()
         self.stream_chunk = STREAM_CHUNK
+
+    def _caps(self, default: int, max_rows: Mapping[str, int] | None) -> np.ndarray | None:
+        """Per-signature row caps, or None when every signature has ``default``."""
+        if not max_rows:
+            return None
+        index = {sig: i for i, sig in enumerate(self.signature_ids)}
+        caps = np.full(len(self.signature_ids), default, np.uint64)
+        for sig, n in max_rows.items():
+            if sig not in index:
+                raise ValueError(f"max_rows: no signature {sig!r} in this scanner")
+            if int(n) < 1:
+                raise ValueError(f"max_rows: {sig!r} must keep at least 1 row, not {n}")
+            caps[index[sig]] = int(n)
+        return caps
+
+    def row_caps(self) -> dict[str, int]:
+        """The signatures whose row cap is not ``max_rows_per_signature``, with theirs."""
+        caps = self.options.sig_caps
+        if caps is None:
+            return {}
+        default = self.options.max_rows_per_sig
+        return {s: int(n) for s, n in zip(self.signature_ids, caps) if int(n) != default}
+
+    def with_row_caps(self, max_rows: Mapping[str, int]) -> Scanner:
+        """This scanner with other per-signature row caps (``max_rows``), sharing
+        its compiled database; nothing is compiled or loaded again."""
+        import copy
+        from dataclasses import replace
+
+        twin = copy.copy(self)
+        twin.options = replace(
+            self.options, sig_caps=self._caps(self.options.max_rows_per_sig, max_rows)
+        )
+        twin._local = threading.local()
+        return twin
 
     # -- database ---------------------------------------------------------
     def _expressions(self) -> tuple[list[bytes], list[int], list[int], list[tuple[str, int]]]:
@@ -370,6 +414,7 @@ class Scanner:
             "caseless": self.caseless,
             "max_rows": self.options.max_rows_per_sig,
             "max_text": self.options.max_text,
+            "row_caps": self.row_caps(),
         }
         return (_rebuild_scanner, (self._db.serialize(), state))
 
@@ -393,6 +438,8 @@ class Scanner:
             opts.append(f"max_rows_per_signature={self.options.max_rows_per_sig}")
         if self.options.max_text != 1024:
             opts.append(f"max_text={self.options.max_text}")
+        if self.options.sig_caps is not None:
+            opts.append(f"{len(self.row_caps())} signatures with their own row cap")
         return _fit(head + "".join(f", {o}" for o in opts) + ">")
 
     # -- scratch ----------------------------------------------------------
@@ -1056,7 +1103,7 @@ class Scanner:
         sig = np.frombuffer(_native.ffi.buffer(res._ptr.sig, 4 * res.n_rows), np.uint32)
         n_sigs = len(done.counts)
         per_sig = np.bincount(sig, minlength=n_sigs)
-        cap = self.options.max_rows_per_sig
+        cap = self.options.cap_of()
         # a stream's tally caps in C; ranges of one file each cap alone, so
         # their union is capped here
         if st.kept is not None and np.any(st.kept + per_sig > cap):
@@ -1070,15 +1117,17 @@ class Scanner:
 _NO_HOSTS = pa.array([], pa.string())
 
 
-def _cap_mask(sig: np.ndarray, already: np.ndarray, cap: int) -> np.ndarray:
-    """Keep a row when fewer than ``cap`` rows of its signature came before it."""
+def _cap_mask(sig: np.ndarray, already: np.ndarray, cap: np.ndarray | int) -> np.ndarray:
+    """Keep a row when fewer than ``cap`` (per signature, or one for all) rows
+    of its signature came before it."""
     order = np.argsort(sig, kind="stable")
     s = sig[order]
     starts = np.r_[0, np.flatnonzero(s[1:] != s[:-1]) + 1]
     first = np.repeat(starts, np.diff(np.r_[starts, len(s)]))
     rank = np.empty(len(sig), np.int64)
     rank[order] = np.arange(len(s)) - first
-    return rank + already[sig] < cap
+    limit = cap[sig] if isinstance(cap, np.ndarray) else cap
+    return rank + already[sig] < limit
 
 
 def _skip(name: str, why: str) -> FileError:
@@ -1160,7 +1209,11 @@ def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:
     s._patterns = state["patterns"]
     s.signature_ids = list(s._patterns)
     s.caseless = state["caseless"]
-    s.options = _native.Options(max_rows_per_sig=state["max_rows"], max_text=state["max_text"])
+    s.options = _native.Options(
+        max_rows_per_sig=state["max_rows"],
+        max_text=state["max_text"],
+        sig_caps=s._caps(state["max_rows"], state.get("row_caps")),
+    )
     s._cache_dir = None
     s._db = _native.Database.deserialize(blob, len(s.signature_ids))
     s._sig_dictionary = pa.array(s.signature_ids, pa.string())
