@@ -329,3 +329,27 @@ def test_verbose_logs_the_steps(log: Path) -> None:
     assert "denpex_fast.engine.scanner: scanned 1 file(s)" in r.stderr
     assert "denpex_fast.analysis.diagnosis: ranked" in r.stderr
     assert "denpex_fast" not in run("diagnose", str(log)).stderr  # quiet by default
+
+
+def test_diagnose_uses_the_signatures_given(tmp_path: Path) -> None:
+    # an extra knowledge-base entry reaches the diagnosis (its role and fix),
+    # through the scanner the command builds for it
+    sig = tmp_path / "sigs" / "mine.toml"
+    sig.parent.mkdir()
+    sig.write_text(
+        'schema = "denpex.signatures/1"\nfamily = "mine"\n\n[[signature]]\n'
+        'id = "mine-flux-capacitor"\ntitle = "Flux capacitor drained"\nframework = "mine"\n'
+        'phase = "compute"\nrole = "cause"\nseverity = "fatal"\n'
+        "patterns = ['flux capacitor drained']\n"
+        'root_cause = "The flux capacitor ran dry."\nfix = "Refill the flux capacitor."\n'
+        'verify = "flux-check passes"\nchecklist = ["check the flux"]\n'
+        'references = ["https://example.org/flux"]\n'
+        'examples.match = ["flux capacitor drained"]\nexamples.nomatch = ["flux ok"]\n'
+    )
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.log").write_text("step 1 ok\nstep 2 ok\n[rank0]: flux capacitor drained\n")
+    r = run("diagnose", str(job), "--signatures", str(sig.parent), "--format", "json")
+    doc = json.loads(r.stdout)
+    assert doc["fix_id"] == "mine-flux-capacitor", r.stdout[:500]
+    assert doc["initiating"]["line"] == 3

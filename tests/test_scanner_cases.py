@@ -267,7 +267,10 @@ def test_per_signature_row_caps(tmp_path: Path) -> None:
     assert twin.row_caps() == {"step": 5}
     other = s.with_row_caps({"oom": 2})
     assert other.row_caps() == {"oom": 2} and s.row_caps() == {"step": 5}
+    assert other._db is s._db  # the same compiled database, not a rebuilt one
     assert other.run([str(big)]).table.num_rows == 300 + 2
+    kb = Scanner()
+    assert kb.with_row_caps({}).signature_set is kb.signature_set
     with pytest.raises(ValueError, match="no signature 'nope'"):
         Scanner(patterns={"a": "x"}, max_rows={"nope": 3})
     with pytest.raises(ValueError, match="at least 1 row"):

@@ -341,10 +341,10 @@ class Scanner:
     def with_row_caps(self, max_rows: Mapping[str, int]) -> Scanner:
         """This scanner with other per-signature row caps (``max_rows``), sharing
         its compiled database; nothing is compiled or loaded again."""
-        import copy
         from dataclasses import replace
 
-        twin = copy.copy(self)
+        twin = Scanner.__new__(Scanner)  # not copy.copy: pickling would rebuild the database
+        twin.__dict__.update(self.__dict__)
         twin.options = replace(
             self.options, sig_caps=self._caps(self.options.max_rows_per_sig, max_rows)
         )
