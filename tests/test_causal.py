@@ -339,6 +339,42 @@ def test_context_runs_are_thinned_but_causes_kept(kb) -> None:
     assert lines[:2] == [0, 1] and lines[-2:] == [4990, 4991]
 
 
+def test_word_for_word_repeats_of_an_error_are_thinned_distinct_ones_kept(kb) -> None:
+    from denpex_fast.analysis.causal import thin_context
+
+    reset = "ConnectionResetError: [Errno 104] Connection reset by peer"
+    rows = [
+        {
+            "signature": "cuda-oom",
+            "text": reset,
+            "rank": r,
+            "host": "n0",
+            "ts": float(i),
+            "line": 10 * i + r,
+        }
+        for i in range(300)
+        for r in (0, 1)
+    ]
+    # the same signature with other texts (each its own line) is never thinned
+    rows += [
+        {
+            "signature": "cuda-oom",
+            "text": f"{OOM} {i}",
+            "rank": 0,
+            "host": "n0",
+            "ts": 1.0,
+            "line": 9000 + i,
+        }
+        for i in range(40)
+    ]
+    t = thin_context(table(rows), kb, keep=8)
+    texts = t.column("text").to_pylist()
+    assert texts.count(reset) == 2 * 16  # first 8 and last 8 per rank
+    assert sum(x.startswith(OOM) for x in texts) == 40
+    kept = sorted(n for n, x in zip(t.column("line").to_pylist(), texts) if x == reset)
+    assert kept[:2] == [0, 1] and kept[-2:] == [2990, 2991]
+
+
 def test_last_steps_from_file_tails(tmp_path) -> None:
     from denpex_fast.analysis.progress import last_steps
 

@@ -192,12 +192,16 @@ def field_number(fields: dict[str, str], names: Sequence[str]) -> float | None:
 
 
 def thin_context(table: pa.Table, kb: Any, keep: int = 8) -> pa.Table:
-    """Drop the middle of long runs of context rows (vectorised).
+    """Drop the middle of long runs of context rows, and of the same error
+    line repeated word for word (vectorised).
 
     Step and progress lines can be tens of thousands of rows; the ranking only
     needs the first rows of each (file, signature, rank) run (shared events
-    for clock skew) and the last ones (where progress stopped).  Cause and
-    symptom rows are all kept.
+    for clock skew) and the last ones (where progress stopped).  A cause or
+    symptom line printed again and again with the same text (a retried
+    ``ConnectionResetError`` in a loop) keeps its first and last ``keep``
+    occurrences per (file, signature, rank); every other cause and symptom
+    row is kept.
     """
     n = table.num_rows
     if n <= 4 * keep:
@@ -210,19 +214,26 @@ def thin_context(table: pa.Table, kb: Any, keep: int = 8) -> pa.Table:
     is_ctx_dict = np.array([_role(kb, x) == "context" for x in names], dtype=bool)
     sig_idx = sig_col.indices.to_numpy(zero_copy_only=False)
     ctx = is_ctx_dict[sig_idx]
-    if ctx.sum() <= 4 * keep:
+    # the text joins the key of the other rows: only exact repeats are thinned
+    text_idx = (
+        pc.dictionary_encode(table.column("text").combine_chunks())
+        .indices.to_numpy(zero_copy_only=False)
+        .astype(np.int64)
+    )
+    text_key = np.where(ctx, -1, text_idx)
+    if n - len(np.unique(text_key)) <= 4 * keep:
         return table
     file_idx = table.column("file").combine_chunks().indices.to_numpy(zero_copy_only=False)
     rank = pc.fill_null(table.column("rank"), -1).to_numpy().astype(np.int64)
     line = table.column("line").to_numpy()
-    order = np.lexsort((line, rank, sig_idx, file_idx))
-    key = np.stack([file_idx[order], sig_idx[order], rank[order]])
+    order = np.lexsort((line, text_key, rank, sig_idx, file_idx))
+    key = np.stack([file_idx[order], sig_idx[order], rank[order], text_key[order]])
     new_group = np.r_[True, np.any(key[:, 1:] != key[:, :-1], axis=0)]
     start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
     end = np.r_[np.flatnonzero(new_group)[1:], n]
     end = end[np.cumsum(new_group) - 1]
     pos = np.arange(n) - start
-    keep_sorted = (pos < keep) | (end - np.arange(n) <= keep) | ~ctx[order]
+    keep_sorted = (pos < keep) | (end - np.arange(n) <= keep)
     mask = np.zeros(n, dtype=bool)
     mask[order] = keep_sorted
     return table.filter(pa.array(mask))
