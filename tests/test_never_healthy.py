@@ -65,8 +65,18 @@ def test_a_log_that_ends_inside_a_traceback_failed_there(prefix: str, tmp_path: 
     log.write_text("".join(f"{prefix}{x}\n" for x in CUT))
     d = dx.diagnose(str(log))
     assert d.verdict in ("failure", "suspect")
-    assert d.initiating is not None and d.initiating.line == 2
+    assert d.initiating is not None and d.initiating.line == 2  # its header
+    assert d.initiating.rank == (3 if prefix else None)
     assert any("ends inside this traceback" in r for r in d.reasons)
+
+
+def test_frames_alone_are_a_traceback_cut_at_both_ends(tmp_path: Path) -> None:
+    # a paste of the middle of a traceback: no header, no exception line; the
+    # innermost frame's last line is where the error was being raised
+    log = tmp_path / "frames.log"
+    log.write_text("".join(f"[rank7]:{x}\n" for x in CUT[2:]) + "[rank7]:   \n")
+    d = dx.diagnose(str(log))
+    assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (4, 7)
 
 
 def test_a_traceback_followed_by_more_output_is_not_a_cut_one(tmp_path: Path) -> None:
@@ -75,3 +85,35 @@ def test_a_traceback_followed_by_more_output_is_not_a_cut_one(tmp_path: Path) ->
     log.write_text("\n".join([*CUT, "retrying with a smaller batch", "epoch 1 step 11"]) + "\n")
     d = dx.diagnose(str(log))
     assert not any("ends inside this traceback" in r for r in d.reasons)
+
+
+def test_a_single_log_that_just_stops_is_stopped_not_healthy(tmp_path: Path) -> None:
+    # no error, no progress line, no completion line: it stops, and that is
+    # all that can be said (here: a hang while a kernel is being built)
+    log = tmp_path / "console.log"
+    log.write_text(
+        "Loading checkpoint shards: 100%\n"
+        "No pre-built kernel is found, build and load the cpu_adam kernel during runtime now\n"
+    )
+    d = dx.diagnose(str(log))
+    assert d.verdict == "stopped"
+    assert any("stopped after" in r and ":2" in r for r in d.reasons), d.reasons
+
+
+def test_a_rank_named_on_a_continuation_line_of_the_error(tmp_path: Path) -> None:
+    # the message states its rank two lines down; the next record's rank is not taken
+    log = tmp_path / "err.log"
+    log.write_text(
+        "RuntimeError: Gloo connectFullMesh failed with [../gloo/transport/tcp/pair.cc:152]\n"
+        "  timed out connecting: SO_ERROR: Connection refused, remote=[127.0.0.1]:29500\n"
+        "  (rank=8, size=16, local=[127.0.0.1])\n"
+        "[rank3]: worker 3 waiting\n"
+    )
+    d = dx.diagnose(str(log))
+    assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (1, 8)
+    log.write_text(
+        "RuntimeError: Gloo connectFullMesh failed with [../gloo/transport/tcp/pair.cc:152]\n"
+        "[rank3]: worker 3 waiting\n"
+    )
+    d = dx.diagnose(str(log))
+    assert d.initiating is not None and d.initiating.rank is None

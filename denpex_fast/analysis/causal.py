@@ -215,12 +215,14 @@ def thin_context(table: pa.Table, kb: Any, keep: int = 8) -> pa.Table:
     sig_idx = sig_col.indices.to_numpy(zero_copy_only=False)
     ctx = is_ctx_dict[sig_idx]
     # the text joins the key of the other rows: only exact repeats are thinned
-    text_idx = (
-        pc.dictionary_encode(table.column("text").combine_chunks())
-        .indices.to_numpy(zero_copy_only=False)
-        .astype(np.int64)
-    )
-    text_key = np.where(ctx, -1, text_idx)
+    # (encoded for those rows alone: the context rows' text can be most of it)
+    text_key = np.full(n, -1, np.int64)
+    other = np.flatnonzero(~ctx)
+    if len(other) > 4 * keep:
+        texts = table.column("text").take(pa.array(other))
+        text_key[other] = pc.dictionary_encode(texts.combine_chunks()).indices.to_numpy(
+            zero_copy_only=False
+        )
     if n - len(np.unique(text_key)) <= 4 * keep:
         return table
     file_idx = table.column("file").combine_chunks().indices.to_numpy(zero_copy_only=False)
@@ -629,6 +631,8 @@ def rank_events(
     cands = _join_by_pid(assemble(live, kb, exit_code=failed_exit), kb)
     _demote_accounts(cands, kb)
     cands = _join_banners(cands, kb)
+    if reader is not None:
+        _ranks_from_continuations(cands, table, reader)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
@@ -667,13 +671,25 @@ def rank_events(
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
     if not cands:
-        stop = None if completed else (_last_progress(events) or _last_marked(events, kb, "start"))
+        stop = (
+            None
+            if completed
+            else (
+                _last_progress(events)
+                or _last_marked(events, kb, "start")
+                or _single_input_end(reader, events)
+            )
+        )
         if stop is not None:
             why = [
                 f"stopped after {stop.where()}"
                 + (f" (rank {stop.rank})" if stop.rank is not None else "")
-                + ": the job started and made progress, then its logs end without a completion line"
-                " and without an error"
+                + (
+                    ": its log ends there, without a completion line and without an error"
+                    if stop.signature == LAST_LINE
+                    else ": the job started and made progress, then its logs end without a "
+                    "completion line and without an error"
+                )
             ]
             return Ranking(
                 None,
@@ -1174,37 +1190,153 @@ def _rank_dir(label: str) -> str:
     return head.rsplit("/", 1)[0] if _LOCAL_PATH.search(label.replace("\\", "/")) else head
 
 
-#: a line inside a Python traceback's frames: ``File "x.py", line 3, in f``,
-#: the indented source line under it, carets, or nothing
-_FRAME_LINE = re.compile(r'File "[^"]*", line \d+|^\s*$|^(?:\S*?[:\]>|]\s?)?\s{2,}\S')
-#: lines read after a traceback header to find where it ends
-CUT_TRACEBACK_LINES = 400
+#: a line inside a Python traceback's frames, after any launcher prefix
+#: (``[rank7]:``): ``File "x.py", line 3, in f``, the indented source line
+#: under it, carets, or nothing
+_FRAME_LINE = re.compile(r'^(?:\S*?[:\]>|]\s?)?(?:\s*$|\s{2,}\S|\s*File "[^"]*", line \d+, in )')
+#: an exception traceback's frame; faulthandler's stack dumps (``line 3 in f``,
+#: no comma: printed by every rank of a hung or signalled job) are not one
+_FRAME_FILE = re.compile(r'File "[^"]*", line \d+, in ')
+_PREFIX_ONLY = re.compile(r"^(?:\S*?[:\]>|]\s?)?\s*$")
+#: bytes of a file's end read to see whether it stops inside a traceback
+CUT_TRACEBACK_BYTES = 16 << 10
 
 
 def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any) -> list[Incident]:
-    """A traceback whose file ends among its frames, before the exception line.
+    """Tracebacks whose file ends among their frames, before the exception line.
 
-    A paste cut short or a process killed while printing leaves only the
-    header and some frames: no line names the error, yet the job failed
-    there.  Only consulted when nothing else is a candidate; the header (the
-    file's last one) is an open-world incident.
+    A paste cut short or a process killed while printing leaves a header
+    and some frames, or frames alone: no line names the error, yet the job
+    failed there.  Only consulted when nothing else is a candidate.  The
+    candidate, an open-world incident, is the traceback's header when it was
+    matched, else (frames alone: a paste cut at both ends) the innermost
+    frame's last line, where the error was being raised.
+    """
+    headers: dict[str, Event] = {}
+    for e in live:
+        if "traceback-start" in marks(kb, e.signature):
+            if e.file not in headers or e.line > headers[e.file].line:
+                headers[e.file] = e
+    out = []
+    for label in reader.labels():
+        got, tail = reader.last_line(label), reader.tail(label, CUT_TRACEBACK_BYTES)
+        if got is None or tail is None:
+            continue
+        last_no = got[0]
+        lines = tail[1].decode("utf-8", "replace").split("\n")
+        while lines and not lines[-1].strip(" \t\r"):
+            lines.pop()  # what reader.last_line skips
+        if tail[0] > 0 and lines:
+            lines = lines[1:]  # the first piece may be a partial line
+        run = 0  # frame lines at the end of the file
+        while run < len(lines) and _FRAME_LINE.search(lines[-1 - run].rstrip("\r")):
+            run += 1
+        frames = lines[len(lines) - run :]
+        if not any(_FRAME_FILE.search(x) for x in frames):
+            continue
+        # the innermost frame's last line with more than a launcher prefix
+        k = next(i for i in range(len(frames) - 1, -1, -1) if not _PREFIX_ONLY.search(frames[i]))
+        line = last_no - (len(frames) - 1 - k)
+        text = frames[k].rstrip("\r")
+        head = headers.get(label)
+        if head is not None and head.line >= last_no - run:
+            # the traceback's header was matched: it is the candidate
+            out.append(
+                Incident(
+                    [head], head, head.rank, head.host, TIER_OPEN, head.t, {"cut_traceback": True}
+                )
+            )
+            continue
+        rank, host = _line_rank(text), None
+        ev = Event(
+            -1,
+            "torch-rank-exception",
+            "context",
+            "error",
+            "compute",
+            label,
+            line,
+            text[:2000],
+            rank,
+            host,
+            None,
+            {},
+            None,
+        )
+        out.append(Incident([ev], ev, rank, host, TIER_OPEN, ev.t, {"cut_traceback": True}))
+    return out
+
+
+#: lines read after a rank-less error line for a rank its message names
+CONTINUATION_LINES = 4
+_CONTINUATION = re.compile(r"^(?:\s+\S|\()")
+
+
+def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
+    """A rank named on a continuation line of the error itself.
+
+    A multi-line message often states the process's rank only further down
+    (Gloo's ``connectFullMesh failed ... (rank=8, size=16, local=...)`` on
+    its third line, an indented detail line).  Those lines match no entry, so
+    the rank is read from the lines that directly continue the head (indented,
+    or opening a parenthesis), never from the next record.
     """
     offsets = table.column("offset")
-    last: dict[str, Event] = {}
-    for e in live:
-        if "traceback-start" in marks(kb, e.signature) and e.index >= 0:
-            if e.file not in last or e.line > last[e.file].line:
-                last[e.file] = e
-    out = []
-    for e in last.values():
-        got = reader.around(e.file, e.line, int(offsets[e.index].as_py()), 0, CUT_TRACEBACK_LINES)
-        after = [text for n, text in got if n > e.line]
-        if not after or len(after) >= CUT_TRACEBACK_LINES:
+    for c in cands[:64]:
+        head = c.head
+        if c.rank is not None or head is None or head.index < 0 or head.rank is not None:
             continue
-        if all(_FRAME_LINE.search(text) for text in after):
-            inc = Incident([e], e, e.rank, e.host, TIER_OPEN, e.t, {"cut_traceback": True})
-            out.append(inc)
-    return out
+        got = reader.around(
+            head.file, head.line, int(offsets[head.index].as_py()), 0, CONTINUATION_LINES
+        )
+        for n, text in got:
+            if n <= head.line:
+                continue
+            if not _CONTINUATION.search(text):
+                break
+            r = _line_rank(text.strip())
+            if r is not None:
+                c.rank = r
+                break
+
+
+def _single_input_end(reader: Any, events: Sequence[Event]) -> Event | None:
+    """The last line of a job read from one input (a console, a paste) that
+    has no progress line: where it stopped.  With no completion line and no
+    error either, all that can be said is that it stops there, never that
+    it finished (a hang while building a kernel, a paste cut short)."""
+    if reader is None or len(reader.labels()) != 1:
+        return None
+    (label,) = reader.labels()
+    got = reader.last_line(label)
+    if got is None:
+        return None
+    line, text = got
+    rank = _line_rank(text)
+    t = max((e.t for e in events if e.t is not None), default=None)
+    return Event(
+        -1,
+        LAST_LINE,
+        "context",
+        "info",
+        "unknown",
+        label,
+        line,
+        text[:2000],
+        rank,
+        None,
+        None,
+        {},
+        t,
+    )
+
+
+def _line_rank(text: str) -> int | None:
+    """The rank a line's own prefix or wording names, if any."""
+    from ..facts.attribution import line_facts
+
+    r = int(line_facts(pa.array([text], pa.string())).rank[0])
+    return r if r >= 0 else None
 
 
 def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | None:

@@ -32,6 +32,7 @@ from ..schema import RANK_FATE_SCHEMA, file_names
 from .causal import (
     EXIT_FIELDS,
     LAST_ENQUEUED_FIELDS,
+    LAST_LINE,
     SEQ_FIELDS,
     SIGNAL_FIELDS,
     STEP_FIELDS,
@@ -151,8 +152,9 @@ class Diagnosis:
     def headline(self) -> str:
         """One line that says what the verdict means."""
         if self.verdict == "stopped" and self.stopped_after is not None:
+            progress = "" if self.stopped_after.signature == LAST_LINE else "progress, then "
             return (
-                f"stopped after {self.shown(self.stopped_after.where())}: progress, then the "
+                f"stopped after {self.shown(self.stopped_after.where())}: {progress}the "
                 "logs end with no error and no completion line"
             )
         if self.verdict == "incomplete":
