@@ -101,6 +101,11 @@ RANK_CASES = [
         "torch.multiprocessing.spawn.ProcessExitedException: process 2 terminated with signal SIGKILL",
         2,
     ),
+    # a worker echoing the argv its launcher gave it (local ranks: one node here)
+    ("main.py: error: unrecognized arguments: --local-rank=1", 1),
+    ("train.py: error: unrecognized arguments: --fp16 --local_rank=3", 3),
+    ("Namespace(batch_size=8, local_rank=2, lr=(0.1, 0.2))", 2),
+    ("the launcher sets local_rank=2 for its second worker", None),
 ]
 
 

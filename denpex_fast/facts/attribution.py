@@ -168,12 +168,16 @@ _RANK_TAG = (
     r"|process rank (?P<o>" + _N + r") with PID \d+ on node "  # mpirun noticed that ...
     r"|local_rank: (?P<l>" + _N + r") \(pid: \d+\)"
     r"|'--local_rank=(?P<dl>" + _N + r")'"  # DeepSpeed launcher
+    # a worker echoing the argv its launcher gave it: argparse refusing the
+    # flag, or the script printing its parsed arguments
+    r"|unrecognized arguments: (?:\S+ )*?--local[-_]rank[= ](?P<ua>" + _N + r")\b"
+    r"|\bNamespace\((?:[^()]|\([^()]*\))*?\blocal_rank=(?P<ns>" + _N + r")\b"
     # torch.multiprocessing.spawn names the failed child by its process index
     # (the local rank the script was given)
     r"|^-- Process (?P<sp>" + _N + r") terminated with the following error:"
     r"|\bprocess (?P<sx>" + _N + r") terminated with (?:signal|exit code) "
 )
-_RANK_TAG_GROUPS = ["p", "r", "g", "t", "s", "m", "o", "l", "dl", "sp", "sx"]
+_RANK_TAG_GROUPS = ["p", "r", "g", "t", "s", "m", "o", "l", "dl", "ua", "ns", "sp", "sx"]
 # The wordings a training script's own logger uses for its rank, in any case:
 # "[rank 2]", "[RANK: 2]", "rank=2", "Rank 1 will connect", "rank 3 of 8",
 # "trainer.rank2".  Weaker than every form above (tried after them); a rank
@@ -185,7 +189,7 @@ _RANK_LOOSE = (
     r"|tp|pp|dp|cp|ep|mp|pg|expert)[ _-])?rank ?[=:]? ?(?P<w>" + _N + r")(?:$|[^\w.]|\.\D|\.$)"
     r"|(?i)(?:^|[\s.\[(])rank(?P<z>" + _N + r")(?:$|[\s\]:),])"
 )
-_LOCAL_TAGS = ("l", "dl", "sp", "sx")
+_LOCAL_TAGS = ("l", "dl", "ua", "ns", "sp", "sx")
 
 _HOST_PREFIX = (
     "^" + _CHAIN + r"(?:(?P<pdsh>" + _HOST_D + r"): "
