@@ -3,19 +3,19 @@
 A log line can carry escape sequences (colours, cursor moves, an OSC 52
 clipboard write): printed raw they act on the user's terminal.  Every text
 output (``denpex scan``, the report, its Markdown, ``denpex query``) passes log
-text through :func:`terminal_safe`; JSON, CSV, Parquet and Arrow outputs keep
-the exact text.
+text through :func:`terminal_safe` (``denpex scan``'s plain rows through its C
+twin, ``dx_format_rows`` in ``csrc/denpex_format.c``, which escapes the same
+characters the same way); JSON, CSV, Parquet and Arrow outputs keep the exact
+text.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 
 # C0 controls except tab, DEL, C1 controls, and the Unicode line separators
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
-_CONTROL_RE2 = "[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\x{2028}\\x{2029}]"
 
 
 def escaper(short: Mapping[str, str]) -> Callable[[re.Match[str]], str]:
@@ -37,18 +37,3 @@ _escape = escaper({"\n": "\\n", "\r": "\\r"})
 def terminal_safe(text: str) -> str:
     r"""``text`` with control characters written ``\xNN`` (``\n``, ``\r``; tab kept)."""
     return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
-
-
-def terminal_safe_array(texts: Any) -> Any:
-    """:func:`terminal_safe` over a pyarrow string array; rows without a control
-    character (nearly all) are not touched in Python."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    bad = pc.match_substring_regex(texts, _CONTROL_RE2)
-    if not pc.any(bad).as_py():
-        return texts
-    values = texts.to_pylist()
-    for i in pc.indices_nonzero(pc.fill_null(bad, False)).to_pylist():
-        values[i] = terminal_safe(values[i])
-    return pa.array(values, pa.string())
