@@ -1219,10 +1219,9 @@ def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any
                 headers[e.file] = e
     out = []
     for label in reader.labels():
-        got, tail = reader.last_line(label), reader.tail(label, CUT_TRACEBACK_BYTES)
-        if got is None or tail is None:
+        tail = reader.tail(label, CUT_TRACEBACK_BYTES)
+        if tail is None:
             continue
-        last_no = got[0]
         lines = tail[1].decode("utf-8", "replace").split("\n")
         while lines and not lines[-1].strip(" \t\r"):
             lines.pop()  # what reader.last_line skips
@@ -1234,6 +1233,12 @@ def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any
         frames = lines[len(lines) - run :]
         if not any(_FRAME_FILE.search(x) for x in frames):
             continue
+        # the line number: counting the file's lines is paid only for a file
+        # that ends inside a traceback, not for every file of a quiet job
+        got = reader.last_line(label)
+        if got is None:
+            continue
+        last_no = got[0]
         # the innermost frame's last line with more than a launcher prefix
         k = next(i for i in range(len(frames) - 1, -1, -1) if not _PREFIX_ONLY.search(frames[i]))
         line = last_no - (len(frames) - 1 - k)
@@ -1247,23 +1252,16 @@ def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any
                 )
             )
             continue
-        rank, host = _line_rank(text), None
-        ev = Event(
-            -1,
-            "torch-rank-exception",
-            "context",
-            "error",
-            "compute",
+        ev = _line_event(
             label,
             line,
-            text[:2000],
-            rank,
-            host,
-            None,
-            {},
-            None,
+            text,
+            _line_rank(text),
+            "torch-rank-exception",
+            severity="error",
+            phase="compute",
         )
-        out.append(Incident([ev], ev, rank, host, TIER_OPEN, ev.t, {"cut_traceback": True}))
+        out.append(Incident([ev], ev, ev.rank, None, TIER_OPEN, None, {"cut_traceback": True}))
     return out
 
 
@@ -1312,22 +1310,25 @@ def _single_input_end(reader: Any, events: Sequence[Event]) -> Event | None:
     if got is None:
         return None
     line, text = got
-    rank = _line_rank(text)
     t = max((e.t for e in events if e.t is not None), default=None)
+    return _line_event(label, line, text, _line_rank(text), t=t)
+
+
+def _line_event(
+    label: str,
+    line: int,
+    text: str,
+    rank: int | None,
+    signature: str = LAST_LINE,
+    *,
+    host: str | None = None,
+    t: float | None = None,
+    severity: str = "info",
+    phase: str = "unknown",
+) -> Event:
+    """A line the ranking read from a file itself (no table row: index -1)."""
     return Event(
-        -1,
-        LAST_LINE,
-        "context",
-        "info",
-        "unknown",
-        label,
-        line,
-        text[:2000],
-        rank,
-        None,
-        None,
-        {},
-        t,
+        -1, signature, "context", severity, phase, label, line, text[:2000], rank, host, None, {}, t
     )
 
 
@@ -1361,21 +1362,7 @@ def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | Non
             continue  # its last line matched: the matched rows already name it
         t = max((e.t for e in rows if e.t is not None), default=None)
         host = next((e.host for e in rows if e.host), None)
-        ev = Event(
-            -1,
-            LAST_LINE,
-            "context",
-            "info",
-            "unknown",
-            label,
-            line,
-            text[:2000],
-            rank,
-            host,
-            None,
-            {},
-            t,
-        )
+        ev = _line_event(label, line, text, rank, host=host, t=t)
         key = (t if t is not None else -math.inf, 1 if "err" in label.rsplit("/", 1)[-1] else 0)
         if best is None or key > best[0]:
             best = (key, ev)

@@ -360,7 +360,7 @@ def diagnosis_scanner(scanner: Any) -> Any:
             entry = kb[sig]
         except KeyError:
             continue
-        if entry.role == "context" and not getattr(entry, "marks", ()):
+        if entry.role == "context" and not entry.marks:
             caps[sig] = min(CONTEXT_ROWS, scanner.options.max_rows_per_sig)
     return scanner.with_row_caps(caps) if caps else scanner
 
