@@ -399,20 +399,21 @@ def resolve_inputs(
 PARALLEL_CLASSIFY = 64
 
 
+def _classify_run(files: list[tuple[bytes, os.stat_result]]) -> list[Input | FileError]:
+    return [_classify(p, st) for p, st in files]
+
+
 def _classify_all(files: list[tuple[bytes, os.stat_result]]) -> list[Input | FileError]:
     if len(files) < PARALLEL_CLASSIFY:
-        return [_classify(p, st) for p, st in files]
+        return _classify_run(files)
     from concurrent.futures import ThreadPoolExecutor
-
-    def chunk(part: list[tuple[bytes, os.stat_result]]) -> list[Input | FileError]:
-        return [_classify(p, st) for p, st in part]
 
     # threads overlap the opens and reads of a cold cache; a future per file
     # would cost more than the file's own work, so each takes a run of them
     n = min(8, os.cpu_count() or 1)
     step = max(PARALLEL_CLASSIFY, len(files) // (4 * n) + 1)
     with ThreadPoolExecutor(n, thread_name_prefix="denpex-sniff") as pool:
-        parts = pool.map(chunk, [files[i : i + step] for i in range(0, len(files), step)])
+        parts = pool.map(_classify_run, [files[i : i + step] for i in range(0, len(files), step)])
         return [item for part in parts for item in part]
 
 
