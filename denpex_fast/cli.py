@@ -541,9 +541,11 @@ def scan_cmd(
     def on_progress(done: int, total: int) -> None:
         bar.update(task, completed=done, total=total or None)
 
-    def on_batch(batch: Any) -> None:
-        if not quiet:
-            so.write_plain_batch(sys.stdout.buffer, batch)
+    on_batch: Any = None  # None: the result keeps its rows for the output below
+    if stream:
+        on_batch = lambda batch: so.write_plain_batch(sys.stdout.buffer, batch)  # noqa: E731
+    elif quiet:
+        on_batch = lambda batch: None  # noqa: E731  -q keeps no rows: only whether any matched
 
     if stream:
         sys.stdout.flush()
@@ -559,8 +561,7 @@ def scan_cmd(
             progress=on_progress if bar else None,
             binary=binary,
             globs=globs,
-            # -q keeps no rows: only whether any matched
-            on_batch=on_batch if stream or quiet else None,
+            on_batch=on_batch,
         )
         if stream:
             sys.stdout.buffer.flush()
