@@ -27,7 +27,14 @@ without its group.
 
 ``python -m corpus_eval --fit CORPUS...`` refits the shipped model
 (``denpex_fast/ranking_model.json``) on the dev partition, with its
-calibration and ``failure``/``suspect`` threshold taken out of fold.
+calibration and ``failure``/``suspect`` threshold taken out of fold
+(``--fit-confidence``: the confidence model alone).
+
+**First sight.**  ``tests/corpus/arrivals.json`` records, for cases added
+since it was started, the diagnosis each got when it arrived, before
+anything was changed for it.  Cross-validation cannot remove the rules and
+patterns written while a case was studied; the first diagnosis had none
+of them, so the confidence model learns from it where it exists.
 """
 
 from __future__ import annotations
@@ -74,13 +81,22 @@ class CaseResult:
     X: Any = field(default=None, repr=False)  # candidate features (ranker.FEATURE_NAMES)
     labels: Any = field(default=None, repr=False)  # which candidates name the truth
     blame: Any = field(default=None, repr=False)  # which candidates are downstream lines
+    excerpt: bool = False  # the input holds no progress or start line (a pasted excerpt)
+    arrival: dict[str, Any] | None = None  # its first diagnosis (tests/corpus/arrivals.json)
+
+    @property
+    def first_sight_right(self) -> bool | None:
+        """Whether the diagnosis was right when the case arrived, if recorded."""
+        return None if self.arrival is None else bool(self.arrival["right"])
 
     @property
     def called_healthy(self) -> bool:
         return self.expected != "no-failure-found" and self.verdict == "no-failure-found"
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("X", "labels", "blame")}
+        return {
+            k: v for k, v in self.__dict__.items() if k not in ("X", "labels", "blame", "arrival")
+        }
 
 
 @dataclass
@@ -171,6 +187,18 @@ def _ratio(a: float, b: int) -> float:
 # ---------------------------------------------------------------- partitions
 
 PARTITION_FILE = "partition.json"
+ARRIVALS_FILE = "arrivals.json"
+
+
+def arrival(case: Path) -> dict[str, Any] | None:
+    """The case's first diagnosis, from ``arrivals.json`` in its corpus root:
+    how the code of that day scored it before anything was changed for it."""
+    for root in (case.parent, case.parent.parent):
+        f = root / ARRIVALS_FILE
+        if f.is_file():
+            entry = json.loads(f.read_text())["cases"].get(case.name)
+            return dict(entry) if entry else None
+    return None
 
 
 def partition(case: Path) -> str:
@@ -312,6 +340,7 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
         "expected": expected,
         "group": _group(case, truth),
         "partition": partition(case),
+        "arrival": arrival(case),
     }
     try:
         d = diagnose(log_files(case), scanner=scanner)
@@ -409,6 +438,7 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
         X=X,
         labels=np.array(labels, bool),
         blame=np.array(blame, bool),
+        excerpt=bool(d.excerpt),
         **base,
     )
 
@@ -485,7 +515,7 @@ def cross_validate(
                     and r.X is not None
                     and len(r.X)
                 ):
-                    conf_features[r.case] = confidence_features(r.X, w)
+                    conf_features[r.case] = confidence_features(r.X, w, r.excerpt)
     return outcome, prob
 
 
@@ -502,6 +532,26 @@ def source_weights(results: Sequence[CaseResult]) -> dict[str, float]:
     return {c: 1.0 / n[k] for c, k in kind.items()}
 
 
+def confidence_label(r: CaseResult, outcome: dict[str, tuple[bool, bool, bool]]) -> bool:
+    """What the confidence model learns for a case: its first-sight outcome
+    when recorded (how often a log nobody had seen was diagnosed right), else
+    its out-of-fold outcome."""
+    first = r.first_sight_right
+    return outcome[r.case][0] if first is None else first
+
+
+def confidence_cases(results: Sequence[CaseResult], feats: dict[str, Any]) -> list[CaseResult]:
+    """The cases the confidence model learns from: generated jobs (their
+    out-of-fold outcome) and cases with a first-sight outcome.  A public
+    paste studied before first sights were recorded is left out: rules were
+    written while it was read, and no fold can take them out again."""
+    return [
+        r
+        for r in results
+        if r.case in feats and (r.arrival is not None or r.group.startswith("generated:"))
+    ]
+
+
 def confidence_l2(
     results: Sequence[CaseResult],
     feats: dict[str, np.ndarray],
@@ -510,13 +560,13 @@ def confidence_l2(
 ) -> float:
     """The L2 strength of :data:`CONFIDENCE_L2` whose out-of-fold confidences
     have the lowest log-loss."""
-    named = [r for r in results if r.case in feats]
+    named = confidence_cases(results, feats)
     wt = source_weights(named)
 
     def loss(l2: float) -> float:
         conf = oof_confidence(results, feats, outcome, k, l2=l2)
         p = np.clip([conf[r.case] for r in named], 1e-6, 1 - 1e-6)
-        y = np.array([outcome[r.case][0] for r in named], float)
+        y = np.array([confidence_label(r, outcome) for r in named], float)
         c = np.array([wt[r.case] for r in named])
         return float(-(c @ (y * np.log(p) + (1 - y) * np.log(1 - p))) / c.sum()) if len(y) else 0.0
 
@@ -539,31 +589,34 @@ def oof_confidence(
         l2 = confidence_l2(results, feats, outcome, k)
 
     fold = _folds([r.group for r in results], k)
-    named = [r for r in results if r.case in feats]
+    named = confidence_cases(results, feats)
     out: dict[str, float] = {}
     for f in range(k):
         train = [r for r in named if fold[r.group] != f]
         wt = source_weights(train)
         cw = fit_confidence(
             [feats[r.case] for r in train],
-            [outcome[r.case][0] for r in train],
+            [confidence_label(r, outcome) for r in train],
             l2=l2,
             weight=[wt[r.case] for r in train],
         )
-        for r in named:
-            if fold[r.group] == f:
+        for r in results:
+            if r.case in feats and fold[r.group] == f:
                 out[r.case] = float(sigmoid(feats[r.case] @ cw))
     return out
 
 
-def refit(report: EvalReport, k: int = 5) -> dict[str, Any]:
-    """The model fitted on the dev partition, calibrated and thresholded out of fold."""
+def refit(report: EvalReport, k: int = 5, confidence_only: bool = False) -> dict[str, Any]:
+    """The model fitted on the dev partition, calibrated and thresholded out
+    of fold; ``confidence_only``: keep the shipped weights, threshold and
+    calibration and refit the confidence model alone."""
     from denpex_fast.analysis.ranker import (
         FEATURE_NAMES,
         Model,
         fit,
         fit_confidence,
         isotonic_calibration,
+        load_model,
         threshold_for_precision,
     )
 
@@ -576,15 +629,19 @@ def refit(report: EvalReport, k: int = 5) -> dict[str, Any]:
         for r in dev
         if r.expected == "failure" and r.X is not None and len(r.X)
     ]
-    named = [r for r in dev if r.case in feats]
+    named = confidence_cases(dev, feats)
     l2 = confidence_l2(dev, feats, outcome, k)
     wt = source_weights(named)
     cw = fit_confidence(
         [feats[r.case] for r in named],
-        [outcome[r.case][0] for r in named],
+        [confidence_label(r, outcome) for r in named],
         l2=l2,
         weight=[wt[r.case] for r in named],
     )
+    if confidence_only:
+        shipped = load_model()
+        meta = dict(shipped.meta, confidence_l2=l2)
+        return Model(shipped.weights, shipped.threshold, shipped.calibration, meta, cw).to_json()
     model = Model(
         w,
         threshold_for_precision(pts, 0.95),
@@ -614,6 +671,11 @@ def main(argv: list[str] | None = None) -> int:
         help="refit denpex_fast/ranking_model.json on the dev partition",
     )
     ap.add_argument(
+        "--fit-confidence",
+        action="store_true",
+        help="refit only the confidence model; the shipped weights stay",
+    )
+    ap.add_argument(
         "--show-blind",
         action="store_true",
         help="print blind cases one by one too (default: only their totals)",
@@ -629,8 +691,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     for part in ("dev", "blind", "held-out"):
         print(part, json.dumps(rep.summary(part)))
-    if a.fit:
-        doc = refit(rep)
+    if a.fit or a.fit_confidence:
+        doc = refit(rep, confidence_only=a.fit_confidence and not a.fit)
         out = Path(__file__).resolve().parent.parent / "denpex_fast" / "ranking_model.json"
         out.write_text(json.dumps(doc, indent=1) + "\n")
         print(f"wrote {out}")

@@ -168,3 +168,25 @@ def test_launcher_fault_matrix(case: Path, report: EvalReport) -> None:
     else:
         assert r.verdict in ("failure", "suspect")
         assert r.rank_hit and r.line_hit, (r.rank, r.where, r.truth_rank, r.truth_where)
+
+
+def test_first_sight_record_is_well_formed(report: EvalReport) -> None:
+    """``tests/corpus/arrivals.json``: each entry is a dev case that exists,
+    diagnosed by a named commit; the confidence model reads it (the shipped
+    model was fitted with the ``excerpt`` fact it needs to tell pastes apart)."""
+    from denpex_fast.analysis.ranker import CONFIDENCE_FEATURES
+
+    doc = json.loads((HERE / "corpus" / "arrivals.json").read_text())
+    assert doc["schema"] == "denpex.arrivals/1" and doc["cases"]
+    by_case = {r.case: r for r in report.results}
+    for case, a in doc["cases"].items():
+        assert case in by_case and by_case[case].partition == "dev", case
+        assert by_case[case].arrival == a
+        assert len(a["code"]) == 40 and int(a["code"], 16) >= 0
+        assert isinstance(a["right"], bool) and 0.0 <= a["confidence"] <= 1.0
+        assert a["verdict"] in ("failure", "suspect", "stopped", "no-failure-found", "error")
+    shipped = json.loads(
+        (Path(__import__("denpex_fast").__file__).parent / "ranking_model.json").read_text()
+    )
+    assert shipped["confidence_features"] == list(CONFIDENCE_FEATURES)
+    assert load_model().confidence_weights is not None

@@ -172,6 +172,7 @@ class Ranking:
     top: int | None = None  # index of the chosen candidate
     probability: float = 0.0  # its softmax probability
     stopped_after: Event | None = None  # verdict "stopped": the last progress line
+    excerpt: bool = False  # no progress and no start line: a pasted excerpt, not a whole job
 
     @property
     def incident(self) -> Incident | None:
@@ -751,9 +752,10 @@ def rank_events(
         for i in order[1:]
         if cands[int(i)].head is not None and cands[int(i)].tier <= TIER_OPEN
     ]
+    excerpt = _last_progress(events) is None and _last_marked(events, kb, "start") is None
     return Ranking(
         first,
-        model.confidence_for(X),
+        model.confidence_for(X, excerpt),
         reasons + clock,
         verdict,
         suspect_rank=top.rank,
@@ -766,6 +768,7 @@ def rank_events(
         features=X,
         top=int(order[0]),
         probability=p_top,
+        excerpt=excerpt,
     )
 
 

@@ -135,6 +135,7 @@ class Diagnosis:
     # the ranking's candidates and their features (for evaluation and reports)
     candidates_incidents: list[Any] = field(default_factory=list, repr=False)
     ranking_features: Any = field(default=None, repr=False)
+    excerpt: bool = field(default=False, repr=False)  # the input is a pasted excerpt
     initiating_incident: Any = field(default=None, repr=False)
     # denpex_fast.io.readback.JobBytes: reads of the job's bytes (lines around a match)
     reader: Any = field(default=None, repr=False)
@@ -257,9 +258,11 @@ def diagnose(
       what was read: never an all-clear;
     * ``no-failure-found``: no error-like line and no stop before completion.
 
-    ``Diagnosis.confidence`` is the accuracy measured out of fold on the
-    labelled corpus for diagnoses whose model probability falls in the same
-    bucket (``denpex_fast/ranking_model.json``); ``reasons`` start with the
+    ``Diagnosis.confidence`` is how often diagnoses like this one (tier,
+    probability, margin, a pasted excerpt or a whole job) were right on logs
+    the diagnosis had not seen: out of fold on the labelled corpus, and on
+    first sight for the cases recorded in ``tests/corpus/arrivals.json``
+    (``denpex_fast/ranking_model.json``); ``reasons`` start with the
     evidence (which line, which rank, the features that decided).
     """
     from ..engine.scanner import Scanner, default_scanner
@@ -499,6 +502,7 @@ def _assemble(r: Ranking, table: pa.Table, kb: Any, notes: list[str]) -> Diagnos
         )
     d.candidates_incidents = list(r.incidents)
     d.ranking_features = r.features
+    d.excerpt = r.excerpt
     d.initiating_incident = inc
     if inc is not None:
         d.incident = [

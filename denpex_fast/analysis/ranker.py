@@ -4,9 +4,10 @@ The initiating incident is the candidate with the highest score
 ``w . f``.  Its confidence comes from a second, small logistic model over
 what makes a diagnosis trustworthy (the winner's tier, its softmax
 probability and margin over the runner-up, whether it was suspected from
-absence, whether the job knows ranks but the winner has none), fitted on
-out-of-fold outcomes, so it says how often diagnoses like this one were
-right on jobs the weights never saw.  Weights, the
+absence, whether the job knows ranks but the winner has none, whether the
+input is a pasted excerpt), fitted on out-of-fold outcomes and on the
+outcome each recorded case had when it first arrived, so it says how often
+diagnoses like this one were right on logs nobody had studied.  Weights, the
 calibration and the threshold below which a diagnosis is only ``suspect``
 live in ``ranking_model.json``, fitted by
 ``python benchmarks/corpus_eval.py --fit`` with cross-validation grouped by
@@ -103,12 +104,15 @@ class Model:
         so one weak candidate alone does not get probability 1."""
         return probabilities(self.score(X))
 
-    def confidence_for(self, X: np.ndarray) -> float:
-        """How often a diagnosis like the top candidate of ``X`` was right out of fold."""
+    def confidence_for(self, X: np.ndarray, excerpt: bool = False) -> float:
+        """How often a diagnosis like the top candidate of ``X`` was right on
+        logs the diagnosis had not seen; ``excerpt``: the input holds no
+        progress or start line (a pasted error, not a whole job's log)."""
         if self.confidence_weights is None or not len(X):
             s = self.score(X)
             return self.confidence(float(probabilities(s)[int(np.argmax(s))]) if len(s) else 0.0)
-        return float(sigmoid(confidence_features(X, self.weights) @ self.confidence_weights))
+        f = confidence_features(X, self.weights, excerpt)
+        return float(sigmoid(f @ self.confidence_weights))
 
     def confidence(self, p: float) -> float:
         """The accuracy measured out of fold for top candidates of probability ``p``."""
@@ -227,11 +231,15 @@ CONFIDENCE_FEATURES = (
     "from_absence",
     "rank_missing",
     "one_candidate",
+    "excerpt",
 )
 
 
-def confidence_features(X: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """:data:`CONFIDENCE_FEATURES` of the top candidate of ``X`` under weights ``w``."""
+def confidence_features(X: np.ndarray, w: np.ndarray, excerpt: bool = False) -> np.ndarray:
+    """:data:`CONFIDENCE_FEATURES` of the top candidate of ``X`` under weights
+    ``w``.  ``excerpt`` is the one fact about the whole input: an excerpt (no
+    progress, no start line) gives the ranking less to check a line against
+    than a whole job's logs, and its diagnoses are right less often."""
     col = {n: i for i, n in enumerate(FEATURE_NAMES)}
     X = np.asarray(X, float)
     s = X @ w
@@ -253,6 +261,7 @@ def confidence_features(X: np.ndarray, w: np.ndarray) -> np.ndarray:
             absence,
             1.0 if ranks_known and not top[col["has_rank"]] else 0.0,
             1.0 if len(s) == 1 else 0.0,
+            1.0 if excerpt else 0.0,
         ]
     )
 
