@@ -232,6 +232,7 @@ CONFIDENCE_FEATURES = (
     "rank_missing",
     "one_candidate",
     "excerpt",
+    "generic_in_excerpt",
 )
 
 
@@ -262,6 +263,9 @@ def confidence_features(X: np.ndarray, w: np.ndarray, excerpt: bool = False) -> 
             1.0 if ranks_known and not top[col["has_rank"]] else 0.0,
             1.0 if len(s) == 1 else 0.0,
             1.0 if excerpt else 0.0,
+            # a whole job checks a generic line against its peers and its
+            # progress; in an excerpt it is only the loudest line there
+            1.0 if excerpt and not top[col["specific_cause"]] else 0.0,
         ]
     )
 
