@@ -629,3 +629,24 @@ def test_last_steps_read_a_progress_bar(tmp_path) -> None:
     )
     (d / "stderr.log").write_text(bars + "\n")
     assert last_steps([str(d / "stderr.log")]) == {1: 7}  # the last redraw of the line
+
+
+def test_another_programs_error_words_in_an_nccl_info_line_are_not_a_cause(tmp_path) -> None:
+    """NCCL reports its failures at WARN; at INFO it narrates the optional
+    libraries it probes and cannot open.  The later real error is named."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "rank0.log"
+    log.write_text(
+        "h1:2414:2414 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+        "h1:2414:2414 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared "
+        "object file: No such file or directory No plugin found (libnccl-net.so), using "
+        "internal implementation\n"
+        "h1:2414:2469 [0] NCCL INFO Failed to open libibverbs.so[.1]\n"
+        "h1:2414:2469 [0] NCCL INFO Using network Socket\n"
+        "[rank0]: RuntimeError: [enforce fail at gloo/transport/tcp/device.cc:276] "
+        "ss1.ss_family == ss2.ss_family. 2 vs 10\n"
+    )
+    d = diagnose([str(log)])
+    assert d.initiating is not None and d.initiating.line == 5
+    assert d.initiating.rank == 0

@@ -249,6 +249,9 @@ def _role(kb: Any, sig_id: str) -> str:
         return "context"
 
 
+_NCCL_INFO = " NCCL INFO "
+
+
 def build_events(table: pa.Table, kb: Any) -> list[Event]:
     """Events for every row of ``table`` whose signature the knowledge base knows.
 
@@ -266,6 +269,11 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
             role, severity, phase = "context", "info", ""
         else:
             role, severity, phase = sig.role, sig.severity, sig.phase
+            if role != "context" and sig.framework != "nccl" and _NCCL_INFO in cols["text"][i]:
+                # NCCL reports its own failures at WARN; at INFO it narrates
+                # probes it recovers from (an optional plugin or verbs library
+                # it cannot open): another program's error words there are not one
+                role = "context"
         events.append(
             Event(
                 i,
