@@ -1041,11 +1041,13 @@ def index_cmd(
         raise click.UsageError("give -j/--threads, -p/--processes or --dask, not two")
     if dask_address is None:  # Dask itself needs pandas; the local index does not
         click.get_current_context().with_resource(_without_pandas())
-    try:
-        scanner = _build_scanner(exprs, files, signature_dirs, False, 10_000, 1024)
-    except (DenpexError, OSError) as exc:
-        err.print(f"denpex: {exc}", style="red", markup=False)
-        sys.exit(EXIT_ERROR)
+    scanner: Any = None  # the built-in knowledge base, made only when a job needs a scan
+    if exprs or files or signature_dirs:  # the user's patterns are checked up front
+        try:
+            scanner = _build_scanner(exprs, files, signature_dirs, False, 10_000, 1024)
+        except (DenpexError, OSError) as exc:
+            err.print(f"denpex: {exc}", style="red", markup=False)
+            sys.exit(EXIT_ERROR)
     bar = _IndexProgress(console) if progress and not quiet and console.is_terminal else None
     opts = IndexOptions(checksum=checksum, retry_errors=retry_errors, force=force, binary=binary)
     try:

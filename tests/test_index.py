@@ -100,6 +100,34 @@ def test_reindex_unchanged_scans_nothing(archive: Path, tmp_path: Path, scanner:
     assert _parquet_state(out) == before  # nothing rewritten
 
 
+def test_scanner_is_made_only_when_a_job_needs_a_scan(
+    archive: Path, tmp_path: Path, scanner: Scanner
+) -> None:
+    """A function given as ``scanner`` is called once for an archive with
+    work, and never for a re-index of an unchanged one (its rows and the
+    manifests read back are the same either way)."""
+    made: list[int] = []
+
+    def make() -> Scanner:
+        made.append(1)
+        return scanner
+
+    out = tmp_path / "index"
+    first = build_index(str(archive), str(out), scanner=make, threads=2)
+    assert made == [1] and {r.status for r in first.reports} == {"indexed"}
+    before = _parquet_state(out)
+    again = build_index(str(archive), str(out), scanner=make, threads=2)
+    assert made == [1]
+    assert [r.status for r in again.reports] == ["unchanged"] * 4
+    assert _parquet_state(out) == before
+    (archive / sorted(os.listdir(archive))[0] / "extra.log").write_text("RuntimeError: boom\n")
+    third = build_index(str(archive), str(out), scanner=make, threads=2)
+    assert (
+        made == [1, 1]
+        and sorted(r.status for r in third.reports) == ["indexed"] + ["unchanged"] * 3
+    )
+
+
 def test_changed_file_rescans_only_its_job(archive: Path, tmp_path: Path, scanner: Scanner) -> None:
     out = tmp_path / "index"
     _index(archive, out, scanner)

@@ -20,7 +20,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..io.jobs import HashingReader, Job, JobFile, StreamError, file_digest
 from ..io.sources import display_name
@@ -334,6 +333,8 @@ def _diagnosis_row(
     summary: dict[str, Any], job: Job, manifest: pa.Table, scanned: int, seconds: float
 ) -> pa.Table:
     row = dict(summary)
+    import pyarrow.compute as pc
+
     n_err = int(pc.sum(pc.equal(manifest.column("status"), "error")).as_py() or 0)
     mtimes = [f.mtime for f in job.files if f.mtime is not None]
     row.update(

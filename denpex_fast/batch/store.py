@@ -37,7 +37,6 @@ from urllib.parse import unquote
 
 import fsspec
 import pyarrow as pa
-import pyarrow.compute as pc
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import DenpexError
@@ -89,7 +88,14 @@ def _owner_text(raw: bytes) -> str:
 
 def partition_name(job: str) -> str:
     """The partition directory of ``job`` (``job=<percent-encoded name>``)."""
+    import pyarrow.compute as pc
+
     return str(partitioning().format(pc.field("job") == job)[0])
+
+
+def job_of_partition_file(path: str) -> str:
+    """The job of a file inside a partition directory (``.../job=<name>/part.parquet``)."""
+    return unquote(path.rstrip("/").rsplit("/", 2)[-2][4:])
 
 
 class IndexStore:
@@ -213,6 +219,8 @@ class IndexStore:
         table = self._read_all(name, schema)
         if committed_only and table.num_rows:
             keep = pa.array(sorted(self.committed_jobs()), pa.string())
+            import pyarrow.compute as pc
+
             table = table.filter(pc.is_in(table.column("job"), value_set=keep))
         return table
 
@@ -223,7 +231,7 @@ class IndexStore:
         except FileNotFoundError:
             return []
         done = self.committed_jobs()
-        return sorted(f for f in files if unquote(f.rstrip("/").rsplit("/", 2)[-2][4:]) in done)
+        return sorted(f for f in files if job_of_partition_file(f) in done)
 
     def _read_all(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
         import pyarrow.dataset as ds
