@@ -103,7 +103,13 @@ def test_lines_exist_verbatim(case: Path) -> None:
     ini = truth["initiating"]
     assert set(ini) == {"rank", "host", "file", "line", "text"}, f"initiating keys: {sorted(ini)}"
     assert ini["host"] is None or (isinstance(ini["host"], str) and ini["host"]), "bad host"
-    _check_line(case, ini, "initiating")
+    if ini["file"] is None:
+        # a rank that printed nothing of its failure (it was still busy while
+        # its peers timed out): the truth names the rank alone
+        assert ini["line"] is None and ini["text"] is None, "a rank-only truth has no line"
+        assert isinstance(ini["rank"], int) and ini["rank"] >= 0, "a rank-only truth needs a rank"
+    else:
+        _check_line(case, ini, "initiating")
     for i, ref in enumerate(truth["downstream"]):
         assert isinstance(ref, dict) and set(ref) == {"rank", "file", "line", "text"}, (
             f"downstream[{i}] keys"

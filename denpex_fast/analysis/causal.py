@@ -250,6 +250,8 @@ def _role(kb: Any, sig_id: str) -> str:
 
 
 _NCCL_INFO = " NCCL INFO "
+#: knowledge-base frameworks of generic messages (errno texts, error words)
+_GENERIC = frozenset({"os", "any", "python"})
 
 
 def build_events(table: pa.Table, kb: Any) -> list[Event]:
@@ -269,10 +271,10 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
             role, severity, phase = "context", "info", ""
         else:
             role, severity, phase = sig.role, sig.severity, sig.phase
-            if role != "context" and sig.framework != "nccl" and _NCCL_INFO in cols["text"][i]:
+            if role != "context" and sig.framework in _GENERIC and _NCCL_INFO in cols["text"][i]:
                 # NCCL reports its own failures at WARN; at INFO it narrates
                 # probes it recovers from (an optional plugin or verbs library
-                # it cannot open): another program's error words there are not one
+                # it cannot open): generic error words there are not a failure
                 role = "context"
         events.append(
             Event(
@@ -428,6 +430,10 @@ def _watchdog_suspect(
     events: Sequence[Event], known_ranks: set[int], kb: Any = None
 ) -> tuple[int | None, list[str]]:
     """A rank that never entered the collective the others time out in."""
+    if known_ranks:
+        # every job has a rank 0, printed or not: when ranks 1..N all time
+        # out it is the one still busy (validating, saving, preprocessing)
+        known_ranks = known_ranks | {0}
     by_seq: dict[float, set[int]] = defaultdict(set)
     enqueued: dict[int, float] = {}
     completed: dict[int, float] = {}
