@@ -141,6 +141,10 @@ int dx_tset_add(dx_tset *set, uint64_t hash);
 int dx_tset_contains(const dx_tset *set, uint64_t hash);
 /* Add every hash of src to dst: DX_OK, DX_ERR_NOMEM, or DX_ERR_ARG (a NULL set). */
 int dx_tset_merge(dx_tset *dst, const dx_tset *src);
+/* The stored hashes (slot order) into out, at most cap; returns how many. */
+uint64_t dx_tset_export(const dx_tset *set, uint64_t *out, uint64_t cap);
+/* Add n hashes (none may be 0): DX_OK, DX_ERR_NOMEM or DX_ERR_ARG. */
+int dx_tset_add_many(dx_tset *set, const uint64_t *hashes, uint64_t n);
 /* Add the template of every line of data (split at '\n'). */
 int dx_tset_add_lines(dx_tset *set, const char *data, uint64_t length);
 /* Lines of data whose template is neither in `known` nor already in `seen`:

@@ -226,6 +226,27 @@ int dx_tset_merge(dx_tset *dst, const dx_tset *src) {
     return DX_OK;
 }
 
+uint64_t dx_tset_export(const dx_tset *t, uint64_t *out, uint64_t cap) {
+    /* the stored hashes, in slot order; returns how many were written (at
+     * most cap: call with cap >= dx_tset_size for all of them) */
+    if (!t || !out) return 0;
+    uint64_t n = 0;
+    for (uint64_t k = 0; k < t->cap && n < cap; k++) {
+        if (t->slots[k]) out[n++] = t->slots[k];
+    }
+    return n;
+}
+
+int dx_tset_add_many(dx_tset *t, const uint64_t *hashes, uint64_t n) {
+    /* a zero hash is never stored (it marks an empty slot): refused */
+    if (!t || (n && !hashes)) return DX_ERR_ARG;
+    for (uint64_t k = 0; k < n; k++) {
+        if (!hashes[k]) return DX_ERR_ARG;
+        if (dx_tset_add(t, hashes[k]) < 0) return DX_ERR_NOMEM;
+    }
+    return DX_OK;
+}
+
 int dx_tset_add_lines(dx_tset *t, const char *data, uint64_t length) {
     uint64_t p = 0;
     while (p < length) {

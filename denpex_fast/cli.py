@@ -718,7 +718,9 @@ def _print_stats(console: Any, result: Any) -> None:
     "baseline",
     multiple=True,
     type=click.Path(exists=True),
-    help="A healthy run of the same job: report the first lines it never printed (repeatable).",
+    help="A healthy run of the same job: report the first lines it never printed (repeatable). "
+    "Its line templates are cached (keyed by each file's path, size and mtime), so later "
+    "comparisons against the same run do not read it again.",
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when a failure was diagnosed.")
 def diagnose_cmd(

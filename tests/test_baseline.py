@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from denpex_fast import _native
@@ -97,3 +98,50 @@ def test_parallel_and_serial_baselines_agree(tmp_path: Path) -> None:
     parallel = first_divergence([str(failed)], [str(healthy)], threads=4)
     assert serial.equals(parallel)
     assert parallel.column("line").to_pylist() == [1001, 1001, 1001]
+
+
+def test_template_set_round_trips_through_an_array() -> None:
+    known = _native.TemplateSet()
+    data = b"step 1 loss 0.5\nNCCL WARN peer closed\nsaving checkpoint /a/b\n"
+    known.add_lines(data, len(data))
+    arr = known.to_array()
+    assert len(arr) == len(known) == 3
+    again = _native.TemplateSet.from_array(arr)
+    assert len(again) == 3 and all(int(h) in again for h in arr)
+    with pytest.raises(ValueError):
+        _native.TemplateSet.from_array(np.array([5, 0], np.uint64))
+
+
+def test_a_baseline_is_templated_once_and_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from denpex_fast.analysis import baseline as bl
+
+    monkeypatch.setenv("DENPEX_CACHE_DIR", str(tmp_path / "cache"))
+    healthy = tmp_path / "healthy"
+    healthy.mkdir()
+    log = healthy / "rank0.log"
+    log.write_text("".join(f"step {i} loss {i * 0.5}\n" for i in range(500)))
+    failed = tmp_path / "failed.log"
+    failed.write_text("step 1 loss 0.5\nsaving checkpoint\nRuntimeError: boom\n")
+    calls: list[int] = []
+    real = bl._template_inputs
+
+    def counted(*a: object, **k: object) -> _native.TemplateSet:
+        calls.append(1)
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bl, "_template_inputs", counted)
+    first = first_divergence([str(failed)], [str(healthy)]).column("line").to_pylist()
+    assert first == [2, 3] and calls == [1]
+    (entry,) = (tmp_path / "cache").glob("baseline-*.tset")
+    assert first_divergence([str(failed)], [str(healthy)]).column("line").to_pylist() == first
+    assert calls == [1]  # the second comparison read the cached set
+    entry.write_bytes(entry.read_bytes()[:-3] + b"xyz")  # corrupt: never trusted
+    assert first_divergence([str(failed)], [str(healthy)]).column("line").to_pylist() == first
+    assert calls == [1, 1]
+    with log.open("a") as f:  # the baseline changed: its new template counts
+        f.write("saving checkpoint\n")
+    assert first_divergence([str(failed)], [str(healthy)]).column("line").to_pylist() == [3]
+    assert calls == [1, 1, 1]
+    assert template_set([str(healthy)], cache=False) is not None and calls == [1, 1, 1, 1]

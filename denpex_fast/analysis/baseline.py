@@ -85,18 +85,42 @@ def _threads(n_inputs: int, threads: int | None) -> int:
 
 
 def template_set(
-    paths: Any, errors: list[FileError] | None = None, *, threads: int | None = None
+    paths: Any,
+    errors: list[FileError] | None = None,
+    *,
+    threads: int | None = None,
+    cache: bool = True,
 ) -> _native.TemplateSet:
     """The templates of every line of ``paths`` (a healthy run).
 
     The files are read one after another (sequential I/O) and their chunks of
     whole lines templated on ``threads`` threads, one set per thread, merged
     at the end (the C calls release the GIL): a baseline of one large file
-    uses every core too.
+    uses every core too.  ``cache``: reuse the set made the last time these
+    very files were a baseline (:mod:`denpex_fast.analysis.baseline_cache`),
+    and keep it for the next time.
     """
+    from . import baseline_cache
+
     errs = errors if errors is not None else []
     inputs, bad = resolve_inputs([paths] if isinstance(paths, str) else paths)
     errs.extend(bad)
+    key = baseline_cache.baseline_key(inputs) if cache and not bad else None
+    directory = baseline_cache.cache_directory() if key else None
+    if key:
+        known = baseline_cache.load(directory, key)
+        if known is not None:
+            return known
+    n_errors = len(errs)
+    known = _template_inputs(inputs, errs, threads)
+    if key and len(errs) == n_errors:  # a baseline read whole
+        baseline_cache.store(directory, key, known)
+    return known
+
+
+def _template_inputs(
+    inputs: list[Input], errs: list[FileError], threads: int | None
+) -> _native.TemplateSet:
     n = max(1, threads or os.cpu_count() or 1)
     if n == 1:
         known = _native.TemplateSet()

@@ -446,6 +446,27 @@ class TemplateSet:
         if rc != OK:
             raise MemoryError("cannot grow template set")
 
+    def to_array(self) -> np.ndarray:
+        """The template hashes as a ``uint64`` array (order not meaningful)."""
+        out = np.empty(len(self), np.uint64)
+        n = lib.dx_tset_export(self._ptr, ffi.cast("uint64_t *", ffi.from_buffer(out)), len(out))
+        return out[:n]
+
+    @classmethod
+    def from_array(cls, hashes: np.ndarray) -> TemplateSet:
+        """A set holding ``hashes`` (as :meth:`to_array` gives them)."""
+        arr = np.ascontiguousarray(hashes, dtype=np.uint64)
+        out = cls()
+        if len(arr):
+            rc = lib.dx_tset_add_many(
+                out._ptr, ffi.cast("uint64_t *", ffi.from_buffer(arr)), len(arr)
+            )
+            if rc == ERR_ARG:
+                raise ValueError("a template hash of 0 is not valid")
+            if rc != OK:
+                raise MemoryError("cannot grow template set")
+        return out
+
     def add_lines(self, data: Any, length: int) -> None:
         """Add the template of every line of ``data[:length]``."""
         if not length:
