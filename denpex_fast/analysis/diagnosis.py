@@ -239,7 +239,9 @@ def diagnose(
 ) -> Diagnosis:
     """Scan ``paths`` (a job directory, files, ``-``) and diagnose the job.
 
-    ``baseline``: paths of a healthy run of the same job; the report then
+    ``baseline``: paths of a healthy run of the same job (their template
+    set is cached for the next comparison), or a template set from
+    :func:`denpex_fast.analysis.baseline.template_set`; the report then
     lists, per file, the first lines whose template (numbers, hex ids, paths
     masked) the healthy run never printed, and a candidate holding such a
     line gets the ``novel`` feature.  Unreadable inputs do not stop the
