@@ -650,3 +650,36 @@ def test_another_programs_error_words_in_an_nccl_info_line_are_not_a_cause(tmp_p
     d = diagnose([str(log)])
     assert d.initiating is not None and d.initiating.line == 5
     assert d.initiating.rank == 0
+
+
+def test_a_rank_still_busy_while_its_peers_time_out_is_named_by_its_work(tmp_path) -> None:
+    """Rank 0 alone validates (or clusters, or tokenises) past the collective
+    timeout: ranks 1..N time out, rank 0 prints no error.  Rank 0 is named,
+    by the lines it was printing when the others began to wait."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    wd = (
+        "[rank{r}]:[E ProcessGroupNCCL.cpp:523] [Rank {r}] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600659 milliseconds before timing out.\n"
+    )
+    four = tmp_path / "four.log"
+    four.write_text(
+        "epoch 3 done\n\n"
+        "Validating: 72% 23/32 [01:07<00:25, 2.80s/it]\n"
+        "Validating: 75% 24/32 [01:09<00:22, 2.83s/it]\n"
+        + "".join(wd.format(r=r) for r in (1, 2, 3))
+    )
+    d = diagnose([str(four)])
+    assert d.suspect_rank == 0
+    assert d.initiating is not None and d.initiating.line == 3
+    assert any("still busy" in r for r in d.reasons)
+    # two ranks: rank 1 waiting is enough when ranks 0..1 are the whole world shown
+    two = tmp_path / "two.log"
+    two.write_text("Clustering 111099511 points in 128D to 524288 clusters\n" + wd.format(r=1))
+    d = diagnose([str(two)])
+    assert d.suspect_rank == 0 and d.initiating is not None and d.initiating.line == 1
+    # a gap in the ranks shown is not a whole world: rank 5 alone accuses nobody
+    gap = tmp_path / "gap.log"
+    gap.write_text("Clustering points\n" + wd.format(r=5))
+    assert diagnose([str(gap)]).suspect_rank != 0

@@ -426,6 +426,15 @@ def _stall_start(events: Sequence[Event]) -> tuple[float | None, list[str]]:
     return best, notes
 
 
+def _one_silent(waiting: set[int], silent: list[int]) -> bool:
+    """One rank reported no wait while the others did: at least two waiting,
+    or one when it and the silent rank make up the whole world the job shows
+    (ranks 0..N with no gap: rank 1 waiting on rank 0)."""
+    if len(silent) != 1 or not waiting:
+        return False
+    return len(waiting) >= 2 or waiting | set(silent) == set(range(max(waiting) + 1))
+
+
 def _watchdog_suspect(
     events: Sequence[Event], known_ranks: set[int], kb: Any = None
 ) -> tuple[int | None, list[str]]:
@@ -493,9 +502,9 @@ def _watchdog_suspect(
                 f"{', '.join(map(str, sorted(torn & set(silent))))}; rank {alone} did neither: "
                 "the others were waiting for it"
             ]
-        if len(waiting) >= 2 and len(silent) == 1:
+        if _one_silent(waiting, silent):
             return silent[0], [
-                f"{len(waiting)} ranks report {sig}; rank {silent[0]} does not: "
+                f"{len(waiting)} rank(s) report {sig}; rank {silent[0]} does not: "
                 f"the others were waiting for it"
             ]
         if (
@@ -530,7 +539,7 @@ def _watchdog_suspect(
                 f"the other ranks {top:g}: it fell behind first"
             ]
     silent = sorted(known_ranks - waiting)
-    if len(waiting) >= 2 and len(silent) == 1:
+    if _one_silent(waiting, silent):
         return silent[0], [
             f"{len(waiting)} ranks time out in collective SeqNum {seq:g}; "
             f"rank {silent[0]} does not: it never entered it"
@@ -671,6 +680,18 @@ def rank_events(
             and "unreachable" in marks(kb, c.head.signature)
         ):
             c.tier = TIER_COLLATERAL
+    if reader is not None:
+        for v in virtual:
+            if v.head is None and v.rank is not None and v.extra.get("silent_suspect"):
+                busy = _busy_lines(v.rank, live, table, reader)
+                if busy:
+                    v.members, v.head = busy, busy[0]
+                    v.extra["busy"] = 1.0
+                    v.extra["virtual"] = (
+                        f"{v.extra['virtual']}; it printed no error and was still busy with "
+                        f"work of its own ({busy[0].where()}) when they began to wait: work "
+                        "that outlasts the collective timeout"
+                    )
     cands += virtual
     completed = _completed(events, kb)
     only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
@@ -1313,6 +1334,48 @@ def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader
             if r is not None:
                 c.rank = r
                 break
+
+
+#: lines read before the first timeout for what a silent suspect was doing
+BUSY_LINES = 6
+#: the signature of those lines (no pattern matched them)
+BUSY_LINE = "rank-busy-line"
+
+
+def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) -> list[Event]:
+    """What the rank the others waited for was doing when they began to wait,
+    when it printed no line of its own that says so.
+
+    A rank still busy with work of its own (validation, clustering,
+    tokenising a dataset) while its peers time out in a collective prints
+    no error: the lines just before the first timeout, when no other rank's
+    prefix or matched line claims them, are its work.  Read back from the
+    scan's input, never re-scanned; a blank line or another rank's line ends
+    the run.
+    """
+    waits = [
+        e
+        for e in live
+        if e.role == "symptom"
+        and e.phase == "communication"
+        and e.rank is not None
+        and e.rank != rank
+        and e.index >= 0
+    ]
+    if not waits:
+        return []
+    first = min(waits, key=lambda e: (e.t if e.t is not None else math.inf, e.file, e.line))
+    claimed = {e.line for e in live if e.file == first.file and e.rank not in (None, rank)}
+    errors = {e.line for e in live if e.file == first.file and e.role != "context"}
+    got = reader.around(
+        first.file, first.line, int(table.column("offset")[first.index].as_py()), BUSY_LINES, 0
+    )
+    run: list[tuple[int, str]] = []
+    for n, text in reversed([(n, x) for n, x in got if n < first.line]):
+        if not text.strip() or n in claimed or n in errors or _line_rank(text) not in (None, rank):
+            break
+        run.append((n, text))
+    return [_line_event(first.file, n, x, rank, BUSY_LINE) for n, x in reversed(run)]
 
 
 def _single_input_end(reader: Any, events: Sequence[Event]) -> Event | None:
