@@ -426,6 +426,10 @@ def _stall_start(events: Sequence[Event]) -> tuple[float | None, list[str]]:
     return best, notes
 
 
+def _ranks_word(n: int) -> str:
+    return "1 rank" if n == 1 else f"{n} ranks"
+
+
 def _one_silent(waiting: set[int], silent: list[int]) -> bool:
     """One rank reported no wait while the others did: at least two waiting,
     or one when it and the silent rank make up the whole world the job shows
@@ -504,7 +508,8 @@ def _watchdog_suspect(
             ]
         if _one_silent(waiting, silent):
             return silent[0], [
-                f"{len(waiting)} rank(s) report {sig}; rank {silent[0]} does not: "
+                f"{_ranks_word(len(waiting))} {'reports' if len(waiting) == 1 else 'report'} "
+                f"{sig}; rank {silent[0]} does not: "
                 f"the others were waiting for it"
             ]
         if (
@@ -541,7 +546,8 @@ def _watchdog_suspect(
     silent = sorted(known_ranks - waiting)
     if _one_silent(waiting, silent):
         return silent[0], [
-            f"{len(waiting)} ranks time out in collective SeqNum {seq:g}; "
+            f"{_ranks_word(len(waiting))} {'times' if len(waiting) == 1 else 'time'} out in "
+            f"collective SeqNum {seq:g}; "
             f"rank {silent[0]} does not: it never entered it"
         ]
     return None, []
