@@ -14,7 +14,9 @@ any line of the named incident, or the same text printed in another file:
 torchrun's console repeats each rank's lines) **and** the named rank is the
 truth's rank (when the truth knows it).  A healthy case is right when the
 verdict is ``no-failure-found``; a case whose truth expects ``stopped`` when
-the verdict is ``stopped``.  A failed case reported as ``no-failure-found``
+the verdict is ``stopped``.  A failed case whose logs hold no error line at
+all (a hang) may be answered ``stopped`` after a line: that line is scored
+as the named one.  A failed case reported as ``no-failure-found``
 is *called healthy*; a named line from the truth's downstream list is a
 *victim blamed*.
 
@@ -397,7 +399,15 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
     i = d.initiating
     inc = d.initiating_incident
     rank = inc.rank if inc is not None else d.suspect_rank
-    if i is not None and inc is not None:
+    named_stop = False
+    if i is None and d.verdict == "stopped" and d.stopped_after is not None:
+        # a hang with no error line anywhere: "stopped after <line>" is the
+        # answer such a log allows, and it names a line like any other
+        i, named_stop = d.stopped_after, True
+        rank = i.rank
+    if named_stop and i is not None:
+        line_hit, rank_hit = hits(i.file, [(i.line, i.line)], [i.text], rank)
+    elif i is not None and inc is not None:
         line_hit, rank_hit = hits(i.file, inc.spans, [m.text for m in inc.members], rank)
     else:
         line_hit, rank_hit = (
@@ -405,7 +415,7 @@ def evaluate_case(case: Path, scanner: Any = None) -> CaseResult:
             (t_rank is not None and d.suspect_rank == t_rank),
         )
     if expected == "failure":
-        right = d.verdict in FAILED_VERDICTS and line_hit and rank_hit
+        right = (d.verdict in FAILED_VERDICTS or named_stop) and line_hit and rank_hit
     else:
         right = d.verdict == expected
     blamed = i is not None and not line_hit and _bare(i.text) in downstream

@@ -83,3 +83,22 @@ def test_a_truncated_gzip_answers_what_it_can(job):
     assert jb.read(label, 0, 6) == b"line 0"
     got = jb.last_line(label)  # ends where the damage starts, never raises
     assert got is None or got[1].startswith("line")
+
+
+def test_last_line_with_words_skips_a_banner_rule(tmp_path):
+    """Where a log stopped is the last line that says something: the rule
+    of '=' drawn under a banner is not it."""
+    log = tmp_path / "console.log"
+    log.write_text(
+        "Loading checkpoint shards: 100%\n"
+        + "=" * 40
+        + "\nNo pre-built kernel is found, build and load the cpu_adam kernel now\n"
+        + "=" * 40
+        + "\n\n"
+    )
+    jb = JobBytes()
+    assert jb.last_line(str(log)) == (4, "=" * 40)
+    assert jb.last_line(str(log), words=True) == (
+        3,
+        "No pre-built kernel is found, build and load the cpu_adam kernel now",
+    )

@@ -1392,7 +1392,7 @@ def _single_input_end(reader: Any, events: Sequence[Event]) -> Event | None:
     if reader is None or len(reader.labels()) != 1:
         return None
     (label,) = reader.labels()
-    got = reader.last_line(label)
+    got = reader.last_line(label, words=True)
     if got is None:
         return None
     line, text = got
@@ -1440,7 +1440,7 @@ def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | Non
         rows = [e for e in live if e.file == label]
         if any(e.role != "context" for e in rows):
             continue
-        got = reader.last_line(label)
+        got = reader.last_line(label, words=True)
         if got is None:
             continue
         line, text = got

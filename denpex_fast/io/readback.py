@@ -242,8 +242,10 @@ class JobBytes:
                 start += cut
         return start, bytes(keep)
 
-    def last_line(self, label: str) -> tuple[int, str] | None:
-        """``(line number, text)`` of the last non-blank line of the input."""
+    def last_line(self, label: str, words: bool = False) -> tuple[int, str] | None:
+        """``(line number, text)`` of the last non-blank line of the input;
+        ``words``: of the last one holding a letter or digit within its last
+        4 KiB (a rule of ``=`` or a box drawn around a banner says nothing)."""
         inp = self.input(label)
         if inp is None:
             return None
@@ -262,6 +264,12 @@ class JobBytes:
         data = self.read(label, start, last_end - start)
         if data is None:
             return None
+        lines = data.split(b"\n")
+        if start > 0:
+            lines = lines[1:]  # the first piece may be a partial line
+        for back, raw in enumerate(reversed(lines)):
+            if not words or any(ch.isalnum() for ch in raw.decode("utf-8", "replace")):
+                return last_nl_before + 1 - back, raw.decode("utf-8", "replace").rstrip("\r")
         text = data.rsplit(b"\n", 1)[-1]
         return last_nl_before + 1, text.decode("utf-8", "replace")
 
