@@ -542,6 +542,31 @@ def source_weights(results: Sequence[CaseResult]) -> dict[str, float]:
     return {c: 1.0 / n[k] for c, k in kind.items()}
 
 
+def fit_confidence_by_kind(
+    cases: Sequence[CaseResult],
+    feats: dict[str, np.ndarray],
+    outcome: dict[str, tuple[bool, bool, bool]],
+    l2: float,
+) -> np.ndarray:
+    """Confidence weights, one row for whole jobs and one for excerpts
+    (:attr:`CaseResult.excerpt`): a generic line or a rank suspected from
+    absence is strong evidence in a whole job, whose peers and progress
+    check it, and weak in a paste."""
+    from denpex_fast.analysis.ranker import fit_confidence
+
+    rows = []
+    for kind in (False, True):
+        part = [r for r in cases if r.excerpt == kind]
+        rows.append(
+            fit_confidence(
+                [feats[r.case] for r in part],
+                [confidence_label(r, outcome) for r in part],
+                l2=l2,
+            )
+        )
+    return np.stack(rows)
+
+
 def confidence_label(r: CaseResult, outcome: dict[str, tuple[bool, bool, bool]]) -> bool:
     """What the confidence model learns for a case: its first-sight outcome
     when recorded (how often a log nobody had seen was diagnosed right), else
@@ -593,7 +618,7 @@ def oof_confidence(
     """Each failed case's confidence from a confidence model fitted without its
     group (for the reliability table of cross-validation); ``l2``: the
     model's L2 strength (default: chosen by :func:`confidence_l2`)."""
-    from denpex_fast.analysis.ranker import fit_confidence, sigmoid
+    from denpex_fast.analysis.ranker import sigmoid
 
     if l2 is None:
         l2 = confidence_l2(results, feats, outcome, k)
@@ -603,16 +628,10 @@ def oof_confidence(
     out: dict[str, float] = {}
     for f in range(k):
         train = [r for r in named if fold[r.group] != f]
-        wt = source_weights(train)
-        cw = fit_confidence(
-            [feats[r.case] for r in train],
-            [confidence_label(r, outcome) for r in train],
-            l2=l2,
-            weight=[wt[r.case] for r in train],
-        )
+        cw = fit_confidence_by_kind(train, feats, outcome, l2)
         for r in results:
             if r.case in feats and fold[r.group] == f:
-                out[r.case] = float(sigmoid(feats[r.case] @ cw))
+                out[r.case] = float(sigmoid(feats[r.case] @ cw[1 if r.excerpt else 0]))
     return out
 
 
@@ -624,7 +643,6 @@ def refit(report: EvalReport, k: int = 5, confidence_only: bool = False) -> dict
         FEATURE_NAMES,
         Model,
         fit,
-        fit_confidence,
         isotonic_calibration,
         load_model,
         threshold_for_precision,
@@ -641,13 +659,7 @@ def refit(report: EvalReport, k: int = 5, confidence_only: bool = False) -> dict
     ]
     named = confidence_cases(dev, feats)
     l2 = confidence_l2(dev, feats, outcome, k)
-    wt = source_weights(named)
-    cw = fit_confidence(
-        [feats[r.case] for r in named],
-        [confidence_label(r, outcome) for r in named],
-        l2=l2,
-        weight=[wt[r.case] for r in named],
-    )
+    cw = fit_confidence_by_kind(named, feats, outcome, l2)
     if confidence_only:
         shipped = load_model()
         meta = dict(shipped.meta, confidence_l2=l2)

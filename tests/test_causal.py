@@ -683,3 +683,29 @@ def test_a_rank_still_busy_while_its_peers_time_out_is_named_by_its_work(tmp_pat
     gap = tmp_path / "gap.log"
     gap.write_text("Clustering points\n" + wd.format(r=5))
     assert diagnose([str(gap)]).suspect_rank != 0
+
+
+def test_a_progress_bar_sharing_a_line_with_a_peers_timeout_is_the_busy_ranks_work(
+    tmp_path,
+) -> None:
+    """tqdm redraws without a newline: rank 0's bar and rank 4's timeout end
+    up on one line.  A DDP check reading 0 parameters for rank 0 says it
+    never joined (a symptom, not a model mismatch)."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "DDP expects same model across all ranks, but Rank 5 has 288 params, while rank 0 has "
+        "inconsistent 0 params.\n\n"
+        "autoanchor: Evolving anchors: 0%| | 3/1000 [02:03<11:24:29, 41.19s/it]"
+        "[E ProcessGroupNCCL.cpp:737] [Rank 4] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=2, OpType=ALLGATHER, Timeout(ms)=1800000) ran for 1807947 milliseconds "
+        "before timing out.\n"
+        "[E ProcessGroupNCCL.cpp:737] [Rank 6] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=2, OpType=ALLGATHER, Timeout(ms)=1800000) ran for 1807899 milliseconds "
+        "before timing out.\n"
+    )
+    d = diagnose([str(log)])
+    assert d.suspect_rank == 0
+    assert d.initiating is not None and d.initiating.line == 3
+    assert d.initiating.text.startswith("autoanchor") and "Watchdog" not in d.initiating.text

@@ -172,7 +172,7 @@ class Ranking:
     top: int | None = None  # index of the chosen candidate
     probability: float = 0.0  # its softmax probability
     stopped_after: Event | None = None  # verdict "stopped": the last progress line
-    excerpt: bool = False  # no progress and no start line: a pasted excerpt, not a whole job
+    excerpt: bool = False  # one or two files, no progress, no start line: a pasted excerpt
 
     @property
     def incident(self) -> Incident | None:
@@ -543,6 +543,12 @@ def _watchdog_suspect(
                 f"rank {behind[0]} completed NCCL work {completed[behind[0]]:g}, "
                 f"the other ranks {top:g}: it fell behind first"
             ]
+    # a rank reporting another communication symptom (no SeqNum) was waiting too
+    waiting = waiting | {
+        e.rank
+        for e in events
+        if e.rank is not None and e.role == "symptom" and e.phase == "communication"
+    }
     silent = sorted(known_ranks - waiting)
     if _one_silent(waiting, silent):
         return silent[0], [
@@ -793,7 +799,14 @@ def rank_events(
         for i in order[1:]
         if cands[int(i)].head is not None and cands[int(i)].tier <= TIER_OPEN
     ]
-    excerpt = _last_progress(events) is None and _last_marked(events, kb, "start") is None
+    # a pasted excerpt: one or two files with no progress and no start line
+    # (a job that never started still leaves a console and its rank files)
+    n_files = len(reader.labels()) if reader is not None else len({e.file for e in events})
+    excerpt = (
+        n_files <= 2
+        and _last_progress(events) is None
+        and _last_marked(events, kb, "start") is None
+    )
     return Ranking(
         first,
         model.confidence_for(X, excerpt),
@@ -1381,7 +1394,21 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
         if not text.strip() or n in claimed or n in errors or _line_rank(text) not in (None, rank):
             break
         run.append((n, text))
-    return [_line_event(first.file, n, x, rank, BUSY_LINE) for n, x in reversed(run)]
+    if run:
+        return [_line_event(first.file, n, x, rank, BUSY_LINE) for n, x in reversed(run)]
+    # a progress bar redrawn without a newline: the busy rank's last output
+    # and a waiting rank's timeout share one line ("... 3/1000 [02:03<11:24:29,
+    # 41.19s/it][E ProcessGroupNCCL.cpp:737] [Rank 4] Watchdog caught ...")
+    for e in sorted(waits, key=lambda e: (e.file, e.line)):
+        m = _RECORD_START.search(e.text)
+        if m and m.start() >= 8 and any(ch.isalpha() for ch in e.text[: m.start()]):
+            if _line_rank(e.text[: m.start()]) in (None, rank):
+                return [_line_event(e.file, e.line, e.text[: m.start()], rank, BUSY_LINE)]
+    return []
+
+
+#: where a log record starts inside a line (a glog/c10d severity tag or a rank prefix)
+_RECORD_START = re.compile(r"\[(?:[EWIF]\d{0,4}\s|[EWIF]\s?\d|rank\d+\]|default\d+\])")
 
 
 def _single_input_end(reader: Any, events: Sequence[Event]) -> Event | None:

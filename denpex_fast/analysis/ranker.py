@@ -93,7 +93,8 @@ class Model:
     threshold: float = 0.0  # softmax probability below which the verdict is "suspect"
     calibration: list[dict[str, float]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
-    # logistic weights over CONFIDENCE_FEATURES (None: the bucket calibration of p)
+    # logistic weights over CONFIDENCE_FEATURES, one row for whole jobs and one
+    # for excerpts (a 1-D array: one for both; None: the bucket calibration of p)
     confidence_weights: np.ndarray | None = None
 
     def score(self, X: np.ndarray) -> np.ndarray:
@@ -112,7 +113,10 @@ class Model:
             s = self.score(X)
             return self.confidence(float(probabilities(s)[int(np.argmax(s))]) if len(s) else 0.0)
         f = confidence_features(X, self.weights, excerpt)
-        return float(sigmoid(f @ self.confidence_weights))
+        cw = self.confidence_weights
+        if cw.ndim == 2:  # what makes a diagnosis trustworthy differs by kind of input
+            cw = cw[1 if excerpt else 0]
+        return float(sigmoid(f @ cw))
 
     def confidence(self, p: float) -> float:
         """The accuracy measured out of fold for top candidates of probability ``p``."""
@@ -135,7 +139,7 @@ class Model:
         }
         if self.confidence_weights is not None:
             doc["confidence_features"] = list(CONFIDENCE_FEATURES)
-            doc["confidence_weights"] = [round(float(w), 4) for w in self.confidence_weights]
+            doc["confidence_weights"] = np.round(self.confidence_weights, 4).tolist()
         return doc
 
 
@@ -164,7 +168,9 @@ def load_model() -> Model:
             w = dict(zip(doc["features"], doc["weights"]))
             cw = None
             if doc.get("confidence_features") == list(CONFIDENCE_FEATURES):
-                cw = np.array([float(x) for x in doc["confidence_weights"]])
+                cw = np.array(doc["confidence_weights"], dtype=float)
+                if cw.shape[-1] != len(CONFIDENCE_FEATURES) or cw.ndim not in (1, 2):
+                    cw = None
             _MODEL = Model(
                 np.array([float(w.get(n, PRIOR[n])) for n in FEATURE_NAMES]),
                 float(doc.get("threshold", 0.0)),
