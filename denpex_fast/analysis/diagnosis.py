@@ -350,7 +350,7 @@ def diagnose(
 #: (:func:`denpex_fast.analysis.causal.thin_context`), and where a file had
 #: more, its last progress line comes from its tail; marked context lines
 #: (checkpoints, start, completion) keep the scanner's own cap.
-CONTEXT_ROWS = 1024
+CONTEXT_ROWS = 256
 
 
 def diagnosis_scanner(scanner: Any) -> Any:
