@@ -7,8 +7,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
+import tempfile
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 def default_cache_dir() -> Path | None:
@@ -28,3 +33,39 @@ def resolve_cache_dir(cache_dir: str | os.PathLike[str] | bool | None) -> Path |
     if cache_dir is None or cache_dir is True:
         return default_cache_dir()
     return Path(cache_dir)
+
+
+def read_checked(path: Path, magic: bytes) -> bytes | None:
+    """The payload of a cache file :func:`write_checked` wrote, or None when
+    it is absent, unreadable, of another format or corrupt: nothing read
+    from a cache is trusted without its digest."""
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    head = len(magic) + 32
+    if len(blob) < head or not blob.startswith(magic):
+        log.info("ignoring malformed cache file %s", path)
+        return None
+    payload = blob[head:]
+    if hashlib.sha256(payload).digest() != blob[len(magic) : head]:
+        log.info("ignoring corrupt cache file %s", path)
+        return None
+    return payload
+
+
+def write_checked(path: Path, magic: bytes, payload: bytes) -> None:
+    """Write ``magic + sha256(payload) + payload`` to ``path`` atomically
+    (a temporary file renamed into place); raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(magic + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -21,13 +21,12 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ..cachedir import resolve_cache_dir
+from ..cachedir import read_checked, resolve_cache_dir, write_checked
 from ..engine import _native
 from ..io.sources import Input
 
@@ -66,18 +65,8 @@ def load(directory: Path | None, key: str) -> _native.TemplateSet | None:
     if directory is None:
         return None
     f = directory / f"baseline-{key}.tset"
-    try:
-        raw = f.read_bytes()
-    except OSError:
-        return None
-    head = len(MAGIC) + 32
-    payload = raw[head:]
-    if (
-        raw[: len(MAGIC)] != MAGIC
-        or hashlib.sha256(payload).digest() != raw[len(MAGIC) : head]
-        or len(payload) % 8
-    ):
-        log.warning("ignoring corrupt baseline cache entry %s", f)
+    payload = read_checked(f, MAGIC)
+    if payload is None or len(payload) % 8:
         return None
     try:
         return _native.TemplateSet.from_array(np.frombuffer(payload, dtype="<u8"))
@@ -90,22 +79,13 @@ def store(directory: Path | None, key: str, known: _native.TemplateSet) -> bool:
     """Write the set atomically; False when the directory cannot take it."""
     if directory is None:
         return False
-    payload = known.to_array().astype("<u8").tobytes()
-    tmp = None
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".tset", dir=directory)
-        with os.fdopen(fd, "wb") as out:
-            out.write(MAGIC + hashlib.sha256(payload).digest() + payload)
-        os.replace(tmp, directory / f"baseline-{key}.tset")
+        write_checked(
+            directory / f"baseline-{key}.tset", MAGIC, known.to_array().astype("<u8").tobytes()
+        )
         return True
     except OSError as exc:
         log.info("baseline cache not written: %s", exc)
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
         return False
 
 

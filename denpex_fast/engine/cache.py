@@ -23,15 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the native module loads only for the database cache
     from . import _native
 
-from ..cachedir import default_cache_dir, resolve_cache_dir
+from ..cachedir import default_cache_dir, read_checked, resolve_cache_dir, write_checked
 
 log = logging.getLogger(__name__)
 
@@ -70,17 +68,8 @@ def load(directory: Path | None, key: str, n_sigs: int) -> _native.Database | No
     if directory is None:
         return None
     path = directory / f"{key}.hsdb"
-    try:
-        blob = path.read_bytes()
-    except OSError:
-        return None
-    head = len(MAGIC) + 32
-    if len(blob) <= head or not blob.startswith(MAGIC):
-        log.info("ignoring malformed cache file %s", path)
-        return None
-    payload = blob[head:]
-    if hashlib.sha256(payload).digest() != blob[len(MAGIC) : head]:
-        log.info("ignoring corrupt cache file %s", path)
+    payload = read_checked(path, MAGIC)
+    if payload is None:
         return None
     from . import _native
 
@@ -98,19 +87,7 @@ def store(directory: Path | None, key: str, db: _native.Database) -> bool:
     from . import _native
 
     try:
-        payload = db.serialize()
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".hsdb", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
-            os.replace(tmp, directory / f"{key}.hsdb")
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_checked(directory / f"{key}.hsdb", MAGIC, db.serialize())
         return True
     except (OSError, _native.CallError) as exc:
         log.info("database cache disabled for this run (%s): %s", directory, exc)

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import pickle
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..cachedir import default_cache_dir
+from ..cachedir import default_cache_dir, read_checked, write_checked
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +41,8 @@ def load_parsed(key: str) -> Any:
     d = _kb_dir()
     if d is None:
         return None
-    try:
-        blob = (d / f"{key}.pkl").read_bytes()
-    except OSError:
-        return None
-    head = len(KB_MAGIC) + 32
-    if len(blob) <= head or not blob.startswith(KB_MAGIC):
-        return None
-    payload = blob[head:]
-    if hashlib.sha256(payload).digest() != blob[len(KB_MAGIC) : head]:
-        log.info("ignoring corrupt parsed-signature cache file %s", d / f"{key}.pkl")
+    payload = read_checked(d / f"{key}.pkl", KB_MAGIC)
+    if payload is None:
         return None
     try:
         return pickle.loads(payload)
@@ -66,19 +56,9 @@ def store_parsed(key: str, value: Any) -> bool:
     if d is None:
         return False
     try:
-        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        d.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pkl", dir=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(KB_MAGIC + hashlib.sha256(payload).digest() + payload)
-            os.replace(tmp, d / f"{key}.pkl")
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_checked(
+            d / f"{key}.pkl", KB_MAGIC, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        )
         return True
     except (OSError, pickle.PicklingError) as exc:
         log.info("parsed-signature cache disabled for this run (%s): %s", d, exc)
