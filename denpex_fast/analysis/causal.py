@@ -702,7 +702,7 @@ def rank_events(
                     v.extra["virtual"] = (
                         f"{v.extra['virtual']}; it printed no error and was still busy with "
                         f"work of its own ({busy[0].where()}) when they began to wait: work "
-                        "that outlasts the collective timeout"
+                        "that outlasts the timeout they waited with"
                     )
     cands += virtual
     completed = _completed(events, kb)
@@ -1376,7 +1376,7 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
         e
         for e in live
         if e.role == "symptom"
-        and e.phase == "communication"
+        and e.phase in ("communication", "rendezvous")  # a collective or the store
         and e.rank is not None
         and e.rank != rank
         and e.index >= 0
