@@ -115,7 +115,12 @@ def main(argv: list[str]) -> int:
                 f"failed cases where it exists and the truth knows the rank"
             )
     print("\nreliability (named failed cases): confidence shown vs accuracy observed")
-    conf = oof_confidence(dev, feats, cv)
+    # the shipped model maps the logistic output to the accuracy seen out of
+    # fold per bucket (fitted on these very out-of-fold outputs)
+    from denpex_fast.analysis.ranker import load_model
+
+    shipped = load_model()
+    conf = {c: shipped.calibrated(p) for c, p in oof_confidence(dev, feats, cv).items()}
     # observed: the first-sight outcome where one is recorded, as the model learns it
     cv_seen = {r.case: (confidence_label(r, cv), *cv[r.case][1:]) for r in dev if r.case in cv}
     for title, part, c, o in (

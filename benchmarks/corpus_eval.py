@@ -660,10 +660,15 @@ def refit(report: EvalReport, k: int = 5, confidence_only: bool = False) -> dict
     named = confidence_cases(dev, feats)
     l2 = confidence_l2(dev, feats, outcome, k)
     cw = fit_confidence_by_kind(named, feats, outcome, l2)
+    # the logistic output mapped to the accuracy seen out of fold in its bucket
+    oof = oof_confidence(dev, feats, outcome, k, l2=l2)
+    buckets = isotonic_calibration([(oof[r.case], confidence_label(r, outcome)) for r in named])
     if confidence_only:
         shipped = load_model()
         meta = dict(shipped.meta, confidence_l2=l2)
-        return Model(shipped.weights, shipped.threshold, shipped.calibration, meta, cw).to_json()
+        return Model(
+            shipped.weights, shipped.threshold, shipped.calibration, meta, cw, buckets
+        ).to_json()
     model = Model(
         w,
         threshold_for_precision(pts, 0.95),
@@ -677,6 +682,7 @@ def refit(report: EvalReport, k: int = 5, confidence_only: bool = False) -> dict
             "confidence_l2": l2,
         },
         cw,
+        buckets,
     )
     return model.to_json()
 

@@ -116,6 +116,11 @@ def test_confidence_is_calibrated_and_monotone() -> None:
     for b in m.calibration:
         assert 0.0 <= b["accuracy"] <= 1.0
     assert 0.0 < m.threshold <= 1.0
+    # the confidence shown: the logistic output mapped per bucket to the
+    # accuracy seen out of fold, never decreasing
+    conf = [b["accuracy"] for b in m.confidence_calibration]
+    assert conf and conf == sorted(conf) and all(0.0 <= a <= 1.0 for a in conf)
+    assert m.calibrated(0.999) == conf[-1] and m.calibrated(0.0) == conf[0]
 
 
 # The launcher x fault matrix (generated cases with ``expected_verdict``):

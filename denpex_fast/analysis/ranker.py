@@ -96,6 +96,8 @@ class Model:
     # logistic weights over CONFIDENCE_FEATURES, one row for whole jobs and one
     # for excerpts (a 1-D array: one for both; None: the bucket calibration of p)
     confidence_weights: np.ndarray | None = None
+    # accuracy per bucket of the logistic output, measured out of fold (monotone)
+    confidence_calibration: list[dict[str, float]] = field(default_factory=list)
 
     def score(self, X: np.ndarray) -> np.ndarray:
         return np.asarray(X, dtype=float) @ self.weights if len(X) else np.zeros(0)
@@ -116,7 +118,15 @@ class Model:
         cw = self.confidence_weights
         if cw.ndim == 2:  # what makes a diagnosis trustworthy differs by kind of input
             cw = cw[1 if excerpt else 0]
-        return float(sigmoid(f @ cw))
+        return self.calibrated(float(sigmoid(f @ cw)))
+
+    def calibrated(self, p: float) -> float:
+        """``p`` mapped to the accuracy observed out of fold in its bucket
+        (``p`` itself when no calibration ships)."""
+        for b in self.confidence_calibration:
+            if b["lo"] <= p < b["hi"]:
+                return float(b["accuracy"])
+        return p
 
     def confidence(self, p: float) -> float:
         """The accuracy measured out of fold for top candidates of probability ``p``."""
@@ -140,6 +150,8 @@ class Model:
         if self.confidence_weights is not None:
             doc["confidence_features"] = list(CONFIDENCE_FEATURES)
             doc["confidence_weights"] = np.round(self.confidence_weights, 4).tolist()
+            if self.confidence_calibration:
+                doc["confidence_calibration"] = self.confidence_calibration
         return doc
 
 
@@ -177,6 +189,7 @@ def load_model() -> Model:
                 list(doc.get("calibration", [])),
                 dict(doc.get("meta", {})),
                 cw,
+                list(doc.get("confidence_calibration", [])) if cw is not None else [],
             )
         except (OSError, ValueError, KeyError, TypeError):
             _MODEL = prior_model()
