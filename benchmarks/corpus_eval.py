@@ -618,7 +618,7 @@ def oof_confidence(
     """Each failed case's confidence from a confidence model fitted without its
     group (for the reliability table of cross-validation); ``l2``: the
     model's L2 strength (default: chosen by :func:`confidence_l2`)."""
-    from denpex_fast.analysis.ranker import sigmoid
+    from denpex_fast.analysis.ranker import kind_weights, sigmoid
 
     if l2 is None:
         l2 = confidence_l2(results, feats, outcome, k)
@@ -631,7 +631,7 @@ def oof_confidence(
         cw = fit_confidence_by_kind(train, feats, outcome, l2)
         for r in results:
             if r.case in feats and fold[r.group] == f:
-                out[r.case] = float(sigmoid(feats[r.case] @ cw[1 if r.excerpt else 0]))
+                out[r.case] = float(sigmoid(feats[r.case] @ kind_weights(cw, r.excerpt)))
     return out
 
 

@@ -311,21 +311,29 @@ def test_diagnosis_assembles_collateral_fix_and_rank_fates(kb) -> None:
     assert (row["initiating_rank"], row["verdict"], row["n_ranks"]) == (2, d.verdict, 4)
 
 
-def test_context_runs_are_thinned_but_causes_kept(kb) -> None:
-    from denpex_fast.analysis.causal import thin_context
-
-    steps = [
+def _two_rank_run(signature: str, text, n: int) -> list[dict]:
+    """``n`` rows of ``signature`` on ranks 0 and 1 (``text(rank, i)``), one
+    second and ten lines apart."""
+    return [
         {
-            "signature": "ds-zero-reduce-bucket-size-info",
-            "text": f"[Rank {r}] Reduce bucket size {i}",
+            "signature": signature,
+            "text": text(r, i),
             "rank": r,
             "host": "n0",
             "ts": float(i),
             "line": 10 * i + r,
         }
-        for i in range(500)
+        for i in range(n)
         for r in (0, 1)
     ]
+
+
+def test_context_runs_are_thinned_but_causes_kept(kb) -> None:
+    from denpex_fast.analysis.causal import thin_context
+
+    steps = _two_rank_run(
+        "ds-zero-reduce-bucket-size-info", lambda r, i: f"[Rank {r}] Reduce bucket size {i}", 500
+    )
     rows = steps + [
         {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 5001}
     ]
@@ -345,18 +353,7 @@ def test_word_for_word_repeats_of_an_error_are_thinned_distinct_ones_kept(kb) ->
     from denpex_fast.analysis.causal import thin_context
 
     reset = "ConnectionResetError: [Errno 104] Connection reset by peer"
-    rows = [
-        {
-            "signature": "cuda-oom",
-            "text": reset,
-            "rank": r,
-            "host": "n0",
-            "ts": float(i),
-            "line": 10 * i + r,
-        }
-        for i in range(300)
-        for r in (0, 1)
-    ]
+    rows = _two_rank_run("cuda-oom", lambda r, i: reset, 300)
     # the same signature with other texts (each its own line) is never thinned
     rows += [
         {

@@ -1322,6 +1322,16 @@ def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any
     return out
 
 
+def _around(
+    e: Event, table: pa.Table, reader: Any, before: int, after: int
+) -> list[tuple[int, str]]:
+    """``(line, text)`` of up to ``before`` lines before the matched line of
+    ``e`` (a row of ``table``), that line, and up to ``after`` after it, read
+    back from the scan's input."""
+    offset = int(table.column("offset")[e.index].as_py())
+    return list(reader.around(e.file, e.line, offset, before, after))
+
+
 #: lines read after a rank-less error line for a rank its message names
 CONTINUATION_LINES = 4
 _CONTINUATION = re.compile(r"^(?:\s+\S|\()")
@@ -1336,15 +1346,11 @@ def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader
     the rank is read from the lines that directly continue the head (indented,
     or opening a parenthesis), never from the next record.
     """
-    offsets = table.column("offset")
     for c in cands[:64]:
         head = c.head
         if c.rank is not None or head is None or head.index < 0 or head.rank is not None:
             continue
-        got = reader.around(
-            head.file, head.line, int(offsets[head.index].as_py()), 0, CONTINUATION_LINES
-        )
-        for n, text in got:
+        for n, text in _around(head, table, reader, 0, CONTINUATION_LINES):
             if n <= head.line:
                 continue
             if not _CONTINUATION.search(text):
@@ -1386,9 +1392,7 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
     first = min(waits, key=lambda e: (e.t if e.t is not None else math.inf, e.file, e.line))
     claimed = {e.line for e in live if e.file == first.file and e.rank not in (None, rank)}
     errors = {e.line for e in live if e.file == first.file and e.role != "context"}
-    got = reader.around(
-        first.file, first.line, int(table.column("offset")[first.index].as_py()), BUSY_LINES, 0
-    )
+    got = _around(first, table, reader, BUSY_LINES, 0)
     run: list[tuple[int, str]] = []
     for n, text in reversed([(n, x) for n, x in got if n < first.line]):
         if not text.strip() or n in claimed or n in errors or _line_rank(text) not in (None, rank):

@@ -115,25 +115,17 @@ class Model:
             s = self.score(X)
             return self.confidence(float(probabilities(s)[int(np.argmax(s))]) if len(s) else 0.0)
         f = confidence_features(X, self.weights, excerpt)
-        cw = self.confidence_weights
-        if cw.ndim == 2:  # what makes a diagnosis trustworthy differs by kind of input
-            cw = cw[1 if excerpt else 0]
+        cw = kind_weights(self.confidence_weights, excerpt)
         return self.calibrated(float(sigmoid(f @ cw)))
 
     def calibrated(self, p: float) -> float:
         """``p`` mapped to the accuracy observed out of fold in its bucket
         (``p`` itself when no calibration ships)."""
-        for b in self.confidence_calibration:
-            if b["lo"] <= p < b["hi"]:
-                return float(b["accuracy"])
-        return p
+        return bucket_accuracy(self.confidence_calibration, p)
 
     def confidence(self, p: float) -> float:
         """The accuracy measured out of fold for top candidates of probability ``p``."""
-        for b in self.calibration:
-            if b["lo"] <= p < b["hi"]:
-                return float(b["accuracy"])
-        return float(p)
+        return bucket_accuracy(self.calibration, p)
 
     def explain(self, x: Sequence[float]) -> list[tuple[str, float]]:
         contrib = [(n, float(w * v)) for n, w, v in zip(FEATURE_NAMES, self.weights, x) if w * v]
@@ -153,6 +145,22 @@ class Model:
             if self.confidence_calibration:
                 doc["confidence_calibration"] = self.confidence_calibration
         return doc
+
+
+def bucket_accuracy(buckets: Sequence[dict[str, float]], p: float) -> float:
+    """The accuracy of the bucket (:func:`isotonic_calibration`) holding ``p``;
+    ``p`` itself when none does."""
+    for b in buckets:
+        if b["lo"] <= p < b["hi"]:
+            return float(b["accuracy"])
+    return float(p)
+
+
+def kind_weights(cw: np.ndarray, excerpt: bool) -> np.ndarray:
+    """The confidence weights for one kind of input: a 2-D table holds a row
+    for whole jobs and one for excerpts (what makes a diagnosis trustworthy
+    differs by kind); a 1-D one serves both."""
+    return cw[1 if excerpt else 0] if cw.ndim == 2 else cw
 
 
 def probabilities(s: np.ndarray) -> np.ndarray:

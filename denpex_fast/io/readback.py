@@ -268,10 +268,10 @@ class JobBytes:
         if start > 0:
             lines = lines[1:]  # the first piece may be a partial line
         for back, raw in enumerate(reversed(lines)):
-            if not words or any(ch.isalnum() for ch in raw.decode("utf-8", "replace")):
-                return last_nl_before + 1 - back, raw.decode("utf-8", "replace").rstrip("\r")
-        text = data.rsplit(b"\n", 1)[-1]
-        return last_nl_before + 1, text.decode("utf-8", "replace")
+            text = raw.decode("utf-8", "replace").rstrip("\r")
+            if not words or any(ch.isalnum() for ch in text):
+                return last_nl_before + 1 - back, text
+        return last_nl_before + 1, data.rsplit(b"\n", 1)[-1].decode("utf-8", "replace")
 
     def around(
         self, label: str, line: int, offset: int, before: int, after: int
