@@ -117,3 +117,22 @@ def test_a_rank_named_on_a_continuation_line_of_the_error(tmp_path: Path) -> Non
     )
     d = dx.diagnose(str(log))
     assert d.initiating is not None and d.initiating.rank is None
+
+
+def test_a_record_matched_on_its_continuation_starts_at_the_line_it_continues(
+    tmp_path: Path,
+) -> None:
+    # a terminal wrapped the message: only its second physical line matches
+    log = tmp_path / "raylet.log"
+    head = "(raylet) node_manager.cc:3007: 2 Workers (tasks /\n"
+    rest = " actors) killed due to memory pressure (OOM), 0 Workers crashed at node 10.0.0.7\n"
+    log.write_text("(raylet) started\n" + head + rest)
+    d = dx.diagnose(str(log))
+    inc = d.initiating_incident
+    assert d.verdict == "failure" and d.initiating is not None and d.initiating.line == 3
+    assert inc.covers(d.initiating.file, 2) and not inc.covers(d.initiating.file, 1)
+    # a blank line between them: the matched line starts its own record
+    log.write_text("(raylet) started\n" + head + "\n" + rest)
+    d = dx.diagnose(str(log))
+    assert d.initiating is not None and d.initiating.line == 4
+    assert not d.initiating_incident.covers(d.initiating.file, 2)

@@ -669,6 +669,7 @@ def rank_events(
     cands = _join_banners(cands, kb)
     if reader is not None:
         _ranks_from_continuations(cands, table, reader)
+        _record_starts(cands, table, reader)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
@@ -1335,6 +1336,7 @@ def _around(
 #: lines read after a rank-less error line for a rank its message names
 CONTINUATION_LINES = 4
 _CONTINUATION = re.compile(r"^(?:\s+\S|\()")
+_INDENTED = re.compile(r"^\s+\S")
 
 
 def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
@@ -1358,6 +1360,29 @@ def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader
             r = _line_rank(text.strip())
             if r is not None:
                 c.rank = r
+                break
+
+
+def _record_starts(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
+    """The first line of the record a matched continuation line belongs to.
+
+    A message wrapped over several lines (a terminal's width in a pasted log,
+    an indented detail under its header) can match only on a continuation:
+    the record, and so the incident, starts at the line it continues.  Read
+    back over at most :data:`CONTINUATION_LINES` indented lines to the first
+    one that is not; a blank line means there is no such record.
+    """
+    for c in cands[:64]:
+        head = c.head
+        if head is None or head.index < 0 or not _CONTINUATION.search(head.text or ""):
+            continue
+        for n, text in reversed(_around(head, table, reader, CONTINUATION_LINES, 0)):
+            if n >= head.line:
+                continue
+            if not text.strip():
+                break
+            if not _INDENTED.search(text):  # "(raylet) ..." may open a record
+                c.extra["record_from"] = n
                 break
 
 

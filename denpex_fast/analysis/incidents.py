@@ -96,9 +96,14 @@ class Incident:
     def spans(self) -> list[tuple[int, int]]:
         """The member lines as runs (members within ``GAP`` lines of each other):
         one run for a record printed in one piece, several for one joined from
-        places apart in its file (:func:`join`)."""
+        places apart in its file (:func:`join`).  A record matched only on a
+        continuation line starts at the line it continues."""
         out: list[tuple[int, int]] = []
-        for ln in sorted(m.line for m in self.members):
+        lines = sorted(m.line for m in self.members)
+        first = self.extra.get("record_from")  # a wrapped record's first line
+        if isinstance(first, int) and first < lines[0]:
+            lines.insert(0, first)
+        for ln in lines:
             if out and ln - out[-1][1] <= GAP:
                 out[-1] = (out[-1][0], ln)
             else:
