@@ -708,3 +708,63 @@ def test_a_progress_bar_sharing_a_line_with_a_peers_timeout_is_the_busy_ranks_wo
     assert d.suspect_rank == 0
     assert d.initiating is not None and d.initiating.line == 3
     assert d.initiating.text.startswith("autoanchor") and "Watchdog" not in d.initiating.text
+
+
+def test_a_worker_that_ended_by_sigterm_was_stopped_not_the_origin(tmp_path) -> None:
+    """The engine tears its workers down (exit code -15) after a failure; the
+    detail NCCL printed under the wrapper, in words no entry knows and
+    without a timestamp of its own, is the origin."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "serve.log"
+    body = (
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+        "[rank0]: ncclSystemError: System call (e.g. socket, malloc) or external library call "
+        "failed or device error.\n"
+        "[rank0]: Last error:\n"
+        "[rank0]: Frobnicator could not reserve segment 7 of the staging ring\n"
+        "ERROR 07-23 22:46:18 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 82 "
+        "died, exit code: {code}\n"
+    )
+    log.write_text(body.format(code=-15))
+    d = diagnose([str(log)])
+    assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (4, 0)
+    # a worker that died of a signal of its own is not demoted
+    log.write_text(body.format(code=-9))
+    d = diagnose([str(log)])
+    assert d.initiating is not None and d.initiating.line == 5
+
+
+def test_an_exception_class_entry_does_not_hide_an_unknown_message_it_wraps(tmp_path) -> None:
+    """``DistNetworkError: <message>`` only names the exception's class: when
+    no entry knows the message, the words of the message are the failure,
+    ahead of the launcher killing the workers after it."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "node2.log"
+    log.write_text(
+        "trainer-2: torch.distributed.DistNetworkError: The frobnicator socket has failed to "
+        "reach 192.168.1.12:1040 (errno: 113 - Host is down)\n"
+        "trainer-2: [2024-02-24 04:37:50,964] [INFO] [launch.py:315:sigkill_handler] Killing "
+        "subprocess 18507\n"
+        "trainer-2: [2024-02-24 04:37:51,021] [ERROR] [launch.py:321:sigkill_handler] "
+        "['/usr/bin/python3', '-u', 'train.py'] exits with return code = 1\n"
+    )
+    d = diagnose([str(log)])
+    assert d.initiating is not None and d.initiating.line == 1
+
+
+def test_an_unknown_error_printed_before_a_wrapper_heads_the_incident(tmp_path) -> None:
+    """A tool's own failure line in a format no entry knows comes before the
+    trace line that restates it (nccl-tests: 'Test failure common.cu:N')."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "perf.log"
+    log.write_text(
+        "# Using devices\n"
+        "test: Test HIP failure common.cu:941 'frobnicator not yet initialized'\n"
+        " .. test pid 54340: Test failure common.cu:891\n"
+    )
+    d = diagnose([str(log)])
+    assert d.initiating is not None and d.initiating.line == 2

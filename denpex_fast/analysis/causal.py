@@ -666,6 +666,7 @@ def rank_events(
     device_note = _device_ranks(live) if not known_ranks else None
     cands = _join_by_pid(assemble(live, kb, exit_code=failed_exit), kb)
     _demote_accounts(cands, kb)
+    _demote_terminated(cands)
     cands = _join_banners(cands, kb)
     if reader is not None:
         _ranks_from_continuations(cands, table, reader)
@@ -965,6 +966,19 @@ def _demote_accounts(cands: list[Incident], kb: Any) -> None:
     }
     for c, acc in zip(cands, account):
         if acc and c.rank in own:
+            c.tier = TIER_COLLATERAL
+
+
+def _demote_terminated(cands: list[Incident]) -> None:
+    """A process that ended by SIGTERM was stopped by someone else (its
+    launcher or engine tearing the group down after another failure): the
+    record of that exit is a consequence, whatever program printed it."""
+    for c in cands:
+        if (
+            c.tier == TIER_OWN_SYMPTOM
+            and c.head.role == "symptom"
+            and exit_status(c.head) in AGENT_SIGTERM_CODES
+        ):
             c.tier = TIER_COLLATERAL
 
 
@@ -1557,6 +1571,20 @@ def candidate_features(
         timed = sorted(real, key=lambda i: (file_rank.get(cands[i].file, 0), cands[i].lines[0]))
     else:
         when = _death_times(cands, real, live, kb)
+        # a line with no time of its own was printed before the next timed
+        # line of its file: it sorts no later than that line, never after all
+        for i in real:
+            c = cands[i]
+            if i not in when and c.t is None:
+                later = [
+                    t
+                    for j in real
+                    if (t := cands[j].t) is not None
+                    and cands[j].file == c.file
+                    and cands[j].lines[0] > c.lines[0]
+                ]
+                if later:
+                    when[i] = min(later)
         timed = sorted(
             real,
             key=lambda i: (
@@ -1665,14 +1693,19 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
     """Row indices of catch-all matches on lines another signature also matched.
 
     Such a row adds nothing: the specific (or benign context) entry says
-    more about the line.  Among several catch-alls on one line only the most
-    severe is kept.
+    more about the line.  A context entry of error severity (an exception's
+    class, ``DistNetworkError: ...``) only wraps a message: when no specific
+    entry read that message, the catch-all is what the line says.  Among
+    several catch-alls on one line only the most severe is kept.
     """
 
     def catch_all(e: Event) -> bool:
         return "catch-all" in marks(kb, e.signature)
 
-    claimed = {(e.file, e.line) for e in events if not catch_all(e)}
+    def defers(e: Event) -> bool:  # an error's wrapper whose message no entry read
+        return e.role == "context" and e.severity in ("error", "fatal")
+
+    claimed = {(e.file, e.line) for e in events if not catch_all(e) and not defers(e)}
     out = {e.index for e in events if catch_all(e) and (e.file, e.line) in claimed}
     best: dict[tuple[str, int], Event] = {}
     for e in events:

@@ -117,10 +117,12 @@ class Incident:
 def _head(members: Sequence[Any], kb: Any) -> Any:
     tiers = {id(m): tier(m, kb) for m in members}
     pool = list(members)
-    if any(t == TIER_WRAPPER for t in tiers.values()):
+    wrapped = [m.line for m in members if tiers[id(m)] == TIER_WRAPPER]
+    if wrapped:
         # a wrapper's own exception lines only restate it (``ncclSystemError:``
-        # under ``NCCL error in:``): open-world lines win only through caused_by
-        pool = [m for m in members if tiers[id(m)] != TIER_OPEN] or pool
+        # under ``NCCL error in:``): open-world lines after it win only through
+        # caused_by; one printed before it is the failure the wrapper reports
+        pool = [m for m in members if tiers[id(m)] != TIER_OPEN or m.line < min(wrapped)] or pool
     # a launcher stopping the other workers ("closing signal SIGTERM") is never
     # what names the record of the worker that failed
     best = min(pool, key=lambda e: (tiers[id(e)], teardown(kb, e.signature), e.line))
