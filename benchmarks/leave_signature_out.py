@@ -4,10 +4,10 @@ know the initiating message.
 About a quarter of the initiating lines of logs nobody here has seen match
 no specific entry.  Cross-validation cannot show how the diagnosis does on
 them: every entry written for a case stays in every fold.  This script
-takes each dev case the shipped diagnosis gets right through a specific
-(not catch-all) entry, removes that one entry from the knowledge base and
-diagnoses the case again: the open-world tier, the incident assembly and
-the ranking must still name the line::
+takes each dev case the shipped diagnosis gets right, removes from the
+knowledge base every specific (not catch-all) entry that matched the line it
+named, and diagnoses the case again: the open-world tier, the incident
+assembly and the ranking must still name the line::
 
     python benchmarks/leave_signature_out.py [CORPUS ...]   # default: tests/corpus/public
 
@@ -19,13 +19,14 @@ compile per removed entry).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus_eval import CaseResult, case_dirs, evaluate_case, partition  # noqa: E402
+from corpus_eval import CaseResult, case_dirs, evaluate_case, log_files, partition  # noqa: E402
 
 
 def run(roots: list[str]) -> list[tuple[str, CaseResult]]:
@@ -36,18 +37,28 @@ def run(roots: list[str]) -> list[tuple[str, CaseResult]]:
 
     full = default_scanner()
     kb = full.signature_set
-    by_sig: dict[str, list[Path]] = defaultdict(list)
+    by_sigs: dict[tuple[str, ...], list[Path]] = defaultdict(list)
     for case in case_dirs(roots):
         if partition(case) != "dev":
             continue
         r = evaluate_case(case, diagnosis_scanner(full))
-        sig = r.signature
-        if r.expected == "failure" and r.right and sig in kb and "catch-all" not in kb[sig].marks:
-            by_sig[str(sig)].append(case)
+        if r.expected != "failure" or not r.right or r.where is None:
+            continue
+        # every specific entry that read the named line: none of them is known
+        table = full.scan(log_files(case))
+        file, line = r.where.rsplit(":", 1)
+        on_line = {
+            str(row["signature"])
+            for row in table.select(["file", "line", "signature"]).to_pylist()
+            if row["line"] == int(line) and os.path.relpath(row["file"], case) == file
+        }
+        sigs = tuple(sorted(s for s in on_line if s in kb and "catch-all" not in kb[s].marks))
+        if sigs:
+            by_sigs[sigs].append(case)
     out = []
-    for sig, cases in sorted(by_sig.items()):
-        without = diagnosis_scanner(Scanner(SignatureSet(s for s in kb if s.id != sig)))
-        out += [(sig, evaluate_case(c, without)) for c in cases]
+    for sigs, cases in sorted(by_sigs.items()):
+        without = diagnosis_scanner(Scanner(SignatureSet(s for s in kb if s.id not in sigs)))
+        out += [("+".join(sigs), evaluate_case(c, without)) for c in cases]
     return out
 
 

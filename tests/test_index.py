@@ -505,3 +505,35 @@ def test_cli_index(archive: Path, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "not two" in res.output
     res = runner.invoke(main, ["index", str(archive), "-o", str(out), "-p", "2", "--force"])
     assert res.exit_code == 0 and "4 indexed" in res.output, res.output
+
+
+def test_manifests_come_from_one_snapshot_taken_of_what_is_committed(
+    archive: Path, tmp_path: Path, scanner: Scanner
+) -> None:
+    """A re-index reads the manifest rows from one snapshot file when it was
+    taken of exactly the committed manifest files; a torn snapshot or one of
+    another state is never trusted (the per-job files are read instead)."""
+    from denpex_fast.batch.build import previous_manifests
+    from denpex_fast.batch.store import SNAPSHOT, IndexStore
+
+    out = tmp_path / "index"
+    _index(archive, out, scanner)
+    store = IndexStore(str(out))
+    snap = out / SNAPSHOT
+    assert snap.is_file()
+    from_snapshot = previous_manifests(store)
+    snap.unlink()
+    from_files = previous_manifests(store)  # and the snapshot is taken again
+    assert from_snapshot == from_files and sum(map(len, from_files.values())) > 0
+    assert snap.is_file()
+    # a torn snapshot: the per-job files answer, the same rows
+    snap.write_bytes(snap.read_bytes()[:100])
+    assert previous_manifests(store) == from_files
+    # one job changed: the old snapshot does not answer for the new state
+    job = sorted(os.listdir(archive))[0]
+    (archive / job / "extra.log").write_text("RuntimeError: boom\n")
+    third = _index(archive, out, scanner)
+    assert {r.status for r in third.reports} == {"unchanged", "indexed"}
+    rows = previous_manifests(store)[job]
+    assert "extra.log" in {r["path"] for r in rows}
+    assert not (out / ".tmp").exists()

@@ -4,18 +4,15 @@
 
 from __future__ import annotations
 
+import json
 import logging
-import multiprocessing
 import os
 import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-from fsspec.implementations.memory import MemoryFileSystem
 
 from ..io.jobs import Job, discover_jobs
 from ..schema import MANIFEST_SCHEMA
@@ -50,22 +47,43 @@ ProgressHook = Callable[
 ]  # ("start", (jobs, files, bytes)) / ("file", size) / ("job", report)
 
 
-def previous_manifests(store: IndexStore) -> dict[str, list[dict[str, Any]]]:
+def previous_manifests(
+    store: IndexStore, *, refresh: bool = False
+) -> dict[str, list[dict[str, Any]]]:
     """Manifest rows of every completely committed job.
 
-    Read file by file with the plain Parquet reader: a re-index of an
-    unchanged archive does nothing else, and ``pyarrow.dataset`` alone
-    would cost it a third of its time to import.
+    A re-index of an unchanged archive does nothing else, so the rows come
+    from the store's snapshot (one file) when it was taken of exactly the
+    committed manifest files there now (by path, size and modification
+    time), else from each job's file with the plain Parquet reader
+    (``pyarrow.dataset`` alone would cost a third of the re-index to
+    import), and the snapshot is taken again.  ``refresh``: take it even
+    when nothing was read (after a run committed jobs).
     """
+    import hashlib
+
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    out: dict[str, list[dict[str, Any]]] = {j: [] for j in store.committed_jobs()}
+    stats = store.committed_file_stats("manifest")
+    jobs = sorted(store.committed_jobs())
+    key = hashlib.sha256(json.dumps([stats, jobs]).encode()).hexdigest()
+    out: dict[str, list[dict[str, Any]]] = {j: [] for j in jobs}
     blank = dict.fromkeys(MANIFEST_SCHEMA.names)  # columns older indexes lack
-    for f in store.committed_files("manifest"):
+    snap = store.read_snapshot(key)
+    if snap is not None:
+        for row in snap.to_pylist():
+            out.setdefault(row["job"], []).append(blank | row)
+        return out
+    for f, _ in stats:
         job = job_of_partition_file(f)
         with store.fs.open(f, "rb") as fh:
             rows = pq.ParquetFile(fh).read().to_pylist()
         out[job].extend(blank | row | {"job": job} for row in rows)
+    if stats or refresh:
+        schema = pa.schema(list(MANIFEST_SCHEMA) + [pa.field("job", pa.string())])
+        rows = [{k: r.get(k) for k in schema.names} for rs in out.values() for r in rs]
+        store.write_snapshot(key, pa.Table.from_pylist(rows, schema=schema))
     return out
 
 
@@ -214,6 +232,8 @@ def _build(
                 store.drop(name)
                 summary.pruned.append(name)
     store.clean()
+    if todo or summary.pruned:  # the next run reads one snapshot of what is committed now
+        previous_manifests(store, refresh=True)
     summary.reports.sort(key=lambda r: r.job)
     summary.seconds = time.perf_counter() - t0
     return summary
@@ -295,6 +315,8 @@ def _per_job_threads(n: int, n_jobs: int) -> int:
 
 
 def _in_memory(fs: Any) -> bool:
+    from fsspec.implementations.memory import MemoryFileSystem
+
     return isinstance(fs, MemoryFileSystem)
 
 
@@ -354,6 +376,11 @@ def _index_processes(
     if not todo:
         return
     jobs = todo
+    # imported here: a run with no worker process (a re-index) spares their import
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     ctx = replace(ctx, options=replace(ctx.options, threads=_per_job_threads(n, len(jobs))))
     pool = ProcessPoolExecutor(
         max_workers=min(n, len(jobs)),

@@ -93,6 +93,18 @@ def partition_name(job: str) -> str:
     return str(partitioning().format(pc.field("job") == job)[0])
 
 
+#: the manifest rows of every committed job in one file (see ``write_snapshot``)
+SNAPSHOT = "_manifest_snapshot.parquet"
+
+
+def _stamp(info: dict[str, Any]) -> str:
+    """A file's modification time (or version tag) from an fsspec ``info``."""
+    for k in ("mtime", "LastModified", "last_modified", "updated", "ETag", "etag", "created"):
+        if info.get(k) is not None:
+            return str(info[k])
+    return ""
+
+
 def job_of_partition_file(path: str) -> str:
     """The job of a file inside a partition directory (``.../job=<name>/part.parquet``)."""
     return unquote(path.rstrip("/").rsplit("/", 2)[-2][4:])
@@ -226,12 +238,53 @@ class IndexStore:
 
     def committed_files(self, name: str) -> list[str]:
         """The Parquet files of ``name`` that belong to completely committed jobs."""
+        return [f for f, _ in self.committed_file_stats(name)]
+
+    def committed_file_stats(self, name: str) -> list[tuple[str, str]]:
+        """``(path, size and modification time)`` of each file :meth:`committed_files`
+        lists: a commit replaces a partition's file, so a change of either
+        says its content changed."""
         try:
-            files = self.fs.glob(self.path(name, "job=*", "*.parquet"))
+            files = self.fs.glob(self.path(name, "job=*", "*.parquet"), detail=True)
         except FileNotFoundError:
             return []
         done = self.committed_jobs()
-        return sorted(f for f in files if job_of_partition_file(f) in done)
+        return sorted(
+            (f, f"{info.get('size')}:{_stamp(info)}")
+            for f, info in files.items()
+            if job_of_partition_file(f) in done
+        )
+
+    def read_snapshot(self, key: str) -> pa.Table | None:
+        """The table :meth:`write_snapshot` stored under ``key``, or None when
+        there is none, it was stored under another key or it cannot be read."""
+        import pyarrow.parquet as pq
+
+        try:
+            with self.fs.open(self.path(SNAPSHOT), "rb") as fh:
+                table = pq.ParquetFile(fh).read()  # read_table would import pyarrow.dataset
+        except Exception:  # noqa: BLE001 - missing, torn or foreign: read the partitions
+            return None
+        meta = table.schema.metadata or {}
+        return table if meta.get(b"denpex.snapshot-key") == key.encode() else None
+
+    def write_snapshot(self, key: str, table: pa.Table) -> None:
+        """Keep ``table`` (all committed manifest rows) under ``key`` in one
+        file, so a re-index reads one file instead of one per job.  Written
+        aside and moved into place: a reader sees the old file or the new."""
+        import pyarrow.parquet as pq
+
+        meta = dict(table.schema.metadata or {}) | {b"denpex.snapshot-key": key.encode()}
+        tmp = self.path(".tmp", f"{SNAPSHOT}.{uuid.uuid4().hex}")
+        try:
+            self.fs.makedirs(self.path(".tmp"), exist_ok=True)
+            with self.fs.open(tmp, "wb") as fh:
+                pq.write_table(table.replace_schema_metadata(meta), fh)
+            self.fs.mv(tmp, self.path(SNAPSHOT))
+        except OSError:  # a read-only or full index still indexes; the next run retries
+            self._rm(tmp)
+        with contextlib.suppress(OSError):  # leave no empty .tmp behind
+            self.fs.rmdir(self.path(".tmp"))
 
     def _read_all(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
         import pyarrow.dataset as ds
