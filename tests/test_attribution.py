@@ -51,6 +51,9 @@ def _ts(*args: int) -> dt.datetime:
 # -- rank from the line --------------------------------------------------------------------
 
 RANK_CASES = [
+    # collector prefixes before the rank's own: CRI container log files, docker compose
+    ("2024-05-01T12:00:00.123456789Z stderr F [rank3]: RuntimeError: boom", 3),
+    ("trainer-1  | [rank2]: RuntimeError: boom", 2),
     ("[rank3]: RuntimeError: boom", 3),
     ("[default3]: RuntimeError: boom", 3),
     ("[rank3]:[E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog", 3),

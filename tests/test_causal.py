@@ -768,3 +768,26 @@ def test_an_unknown_error_printed_before_a_wrapper_heads_the_incident(tmp_path) 
     )
     d = diagnose([str(log)])
     assert d.initiating is not None and d.initiating.line == 2
+
+
+def test_a_tie_in_time_goes_to_the_line_that_failed_first(tmp_path) -> None:
+    """A collector stamps every line with the same second: among incidents of
+    equal time the one whose failing line comes first is first, not the one
+    that opened earlier with a harmless warning."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    stamp = "2024-05-01T12:00:00.123456789Z stderr F "
+    log = tmp_path / "pod.log"
+    log.write_text(
+        "".join(
+            stamp + x + "\n"
+            for x in (
+                "[0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+                "[1] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+                "[1] enqueue.cc:215 NCCL WARN Cuda failure 'invalid device function'",
+                "[0] enqueue.cc:215 NCCL WARN Cuda failure 'invalid device function'",
+            )
+        )
+    )
+    d = diagnose([str(log)])
+    assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (3, 1)

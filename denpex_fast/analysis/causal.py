@@ -1590,7 +1590,7 @@ def candidate_features(
             key=lambda i: (
                 when.get(i, cands[i].t if cands[i].t is not None else math.inf),
                 file_rank.get(cands[i].file, 0),
-                cands[i].lines[0],
+                cands[i].head.line,  # a tie in time: the line that failed first
             ),
         )
     # what the job's symptoms and wrappers say caused them
