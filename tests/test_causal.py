@@ -730,10 +730,17 @@ def test_a_worker_that_ended_by_sigterm_was_stopped_not_the_origin(tmp_path) -> 
     log.write_text(body.format(code=-15))
     d = diagnose([str(log)])
     assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (4, 0)
-    # a worker that died of a signal of its own is not demoted
-    log.write_text(body.format(code=-9))
-    d = diagnose([str(log)])
-    assert d.initiating is not None and d.initiating.line == 5
+    from denpex_fast.analysis.incidents import TIER_COLLATERAL, TIER_OWN_SYMPTOM
+
+    def death_tier(code: int) -> int:
+        log.write_text(body.format(code=code))
+        d = diagnose([str(log)])
+        (death,) = [c for c in d.candidates_incidents if c.head.line == 5]
+        return int(death.tier)
+
+    # stopped by SIGTERM: a consequence; killed (SIGKILL) or crashed: its own end
+    assert death_tier(-15) == TIER_COLLATERAL
+    assert death_tier(-9) == death_tier(-11) == TIER_OWN_SYMPTOM
 
 
 def test_an_exception_class_entry_does_not_hide_an_unknown_message_it_wraps(tmp_path) -> None:

@@ -273,12 +273,18 @@ def diagnose(
     scanner = scanner or diagnosis_scanner(default_scanner())
     if not isinstance(scanner, Scanner):
         raise TypeError("scanner must be a denpex_fast.Scanner")
+    from ..io.paste import spool_pastes
     from ..io.spool import needs_spool, relabel_result, spool
 
     items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
     # stdin and tar members are read once: keep a copy for the reads after the scan
     sp = spool(items) if needs_spool(items) else None
-    result = scanner.run(sp.paths if sp else items, threads=threads, errors="collect")
+    # a pasted excerpt (indented, quoted, colour codes left in) is read cleaned
+    pasted = spool_pastes(sp.paths if sp else items)
+    to_scan = pasted.paths if pasted else sp.paths if sp else items
+    result = scanner.run(to_scan, threads=threads, errors="collect")
+    if pasted is not None:
+        result = relabel_result(result, pasted)
     if sp is not None:
         result = relabel_result(result, sp)
     if result.table.num_columns and result.table.column(0).num_chunks > 64:
@@ -311,8 +317,9 @@ def diagnose(
     from ..io.readback import JobBytes
 
     reader = JobBytes.from_scan(result)
-    if sp is not None:
-        sp.keep_alive_with(reader)
+    for copies in (sp, pasted):
+        if copies is not None:
+            copies.keep_alive_with(reader)
     d = diagnose_table(
         result.table,
         signatures=scanner.signature_set,

@@ -417,6 +417,14 @@ def _classify_all(files: list[tuple[bytes, os.stat_result]]) -> list[Input | Fil
         return [item for part in parts for item in part]
 
 
+def walk_files(root: bytes, follow_symlinks: bool = False) -> list[bytes]:
+    """The files under directory ``root``, in the order the scanner reads them
+    (unreadable directories are left out; the scan itself reports them)."""
+    found: list[tuple[bytes, os.stat_result]] = []
+    _walk(root, found, [], follow_symlinks)
+    return [f for f, _ in found]
+
+
 def _walk(
     root: bytes,
     found: list[tuple[bytes, os.stat_result]],

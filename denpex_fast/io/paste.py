@@ -1,0 +1,137 @@
+"""Pasted excerpts, read as the program printed them.
+
+A log pasted into an issue or a forum post often reaches the diagnosis
+changed by the way it was pasted: indented as a Markdown code block, quoted
+with ``> ``, or with the terminal's colour codes left in (raw, or in the
+escaped forms ``#033[32m`` and ``^[[32m`` that syslog and copy-paste leave,
+or bare ``[32m`` once the escape byte was lost).  The knowledge base's
+patterns and the attribution's prefixes are written for the program's own
+lines, so such a paste is read through a cleaned copy with the same lines:
+
+* colour and cursor codes removed;
+* a ``>`` quote that opens every non-blank line removed;
+* indentation of at least four columns (or a tab) that every non-blank line
+  shares removed, as :func:`textwrap.dedent` would.
+
+Only small inputs are looked at (:data:`MAX_FILES` plain files of at most
+:data:`MAX_BYTES`): a paste, never a production log, which the scanner maps
+as it is.  The copies keep the user's names (:func:`~denpex_fast.io.spool.relabel_result`)
+and their line numbers; the job's reader answers from them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from typing import Any
+
+from .sources import STDIN, display_name
+from .spool import Spool
+
+#: inputs larger than this, or more of them, are not a paste
+MAX_BYTES = 4 << 20
+MAX_FILES = 16
+
+# CSI sequences (colours, cursor moves, line erases) with the escape byte
+# raw, escaped by syslog (#033) or shown in caret notation (^[)
+_CSI = re.compile(rb"(?:\x1b|#033|\^\[)\[[0-9;?]*[A-Za-z]")
+# the same colour codes once the escape byte was lost in a copy: trusted
+# only when the file holds at least two resets
+_BARE_SGR = re.compile(rb"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+_BARE_RESET = b"[0m"
+_QUOTE = re.compile(rb"^> ?", re.M)
+
+
+def _small_files(paths: Iterable[Any]) -> list[bytes] | None:
+    """The plain files ``paths`` name (directories walked), or None when they
+    are more or larger than a paste, or not all plain files."""
+    out: list[bytes] = []
+    for p in paths:
+        if not isinstance(p, (str, bytes, os.PathLike)):
+            return None
+        path = os.fsencode(p)
+        if path == STDIN.encode():
+            return None
+        if os.path.isdir(path):
+            for base, dirs, files in os.walk(path):
+                dirs.sort()
+                for f in sorted(files):
+                    out.append(os.path.join(base, f))
+                    if len(out) > MAX_FILES:
+                        return None
+        else:
+            out.append(path)
+        if len(out) > MAX_FILES:
+            return None
+    for f in out:
+        try:
+            if not os.path.isfile(f) or os.path.getsize(f) > MAX_BYTES:
+                return None
+        except OSError:
+            return None
+    return out
+
+
+def clean(data: bytes) -> bytes | None:
+    """``data`` without the paste's artefacts, or None when it has none."""
+    new = _CSI.sub(b"", data)
+    if new.count(_BARE_RESET) >= 2:
+        new = _BARE_SGR.sub(b"", new)
+    lines = new.split(b"\n")
+    body = [ln for ln in lines if ln.strip()]
+    if body and all(ln.startswith(b">") for ln in body):
+        new = _QUOTE.sub(b"", new)
+        lines = new.split(b"\n")
+        body = [ln for ln in lines if ln.strip()]
+    if body:
+        width = min(len(ln) - len(ln.lstrip(b" \t")) for ln in body)
+        lead = body[0][:width]
+        if (width >= 4 or lead.startswith(b"\t")) and all(ln.startswith(lead) for ln in body):
+            new = b"\n".join(ln[width:] if ln.startswith(lead) else ln for ln in lines)
+    return new if new != data else None
+
+
+def spool_pastes(paths: Iterable[Any]) -> Spool | None:
+    """Cleaned copies of the pasted files among ``paths`` (see the module
+    docstring), or None when the input is not a paste or needs no cleaning.
+    The returned spool's ``paths`` replace ``paths`` for the scan: every file
+    the scan would have read, directories expanded as the scanner walks them."""
+    from .sources import binary_reason, claimed_compression, sniff, walk_files
+
+    paths = list(paths)
+    if _small_files(paths) is None:  # a cheap bound before walking as the scanner does
+        return None
+    files: list[bytes] = []
+    for p in paths:
+        path = os.fsencode(p)
+        if os.path.isdir(path):
+            files += walk_files(path)
+        else:
+            files.append(path)
+    out = Spool([])
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read(MAX_BYTES + 1)
+        except OSError:
+            return None  # the scan reports it, on the user's own path
+        plain = (
+            len(data) <= MAX_BYTES
+            and not sniff(data)
+            and not binary_reason(data)
+            and not claimed_compression(display_name(f))  # the scan checks its magic
+        )
+        new = clean(data) if plain else None
+        if new is None:
+            out.paths.append(f)
+            continue
+        if out.directory is None:
+            out.directory = tempfile.mkdtemp(prefix="denpex-paste-")
+        dest = os.path.join(out.directory, f"{len(out.paths):07d}")
+        with open(dest, "wb") as w:
+            w.write(new)
+        out.paths.append(dest)
+        out.labels[display_name(os.fsencode(dest))] = display_name(f)
+    return out if out.labels else None

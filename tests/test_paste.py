@@ -1,0 +1,93 @@
+"""Pasted excerpts are diagnosed as the program printed them (denpex_fast.io.paste)."""
+
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path
+
+import pytest
+
+import denpex_fast as dx
+from denpex_fast.io.paste import MAX_FILES, clean, spool_pastes
+
+TRACE = [
+    "Traceback (most recent call last):",
+    '  File "train.py", line 27, in <module>',
+    "    pretrain(args)",
+    '  File "deepspeed/runtime/pipe/engine.py", line 258, in _exec_reduce_grads',
+    "    raise NotImplementedError()",
+    "NotImplementedError",
+]
+
+
+def _text(lines: list[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize(
+    "dressed",
+    [
+        ["    " + x for x in TRACE],  # a Markdown code block
+        ["\t" + x for x in TRACE],
+        ["> " + x for x in TRACE],  # a quote
+        [">     " + x for x in TRACE],  # a quoted code block
+        ["\x1b[31m" + x + "\x1b[0m" for x in TRACE],  # raw colour codes
+        ["#033[31m" + x + "#033[0m" for x in TRACE],  # as syslog escapes them
+        ["^[[31m" + x + "^[[0m" for x in TRACE],  # caret notation
+        ["[31m" + x + "[0m" for x in TRACE],  # the escape byte lost in a copy
+    ],
+    ids=["indent", "tab", "quote", "quoted-block", "ansi", "syslog", "caret", "bare"],
+)
+def test_a_paste_is_read_without_its_dressing(tmp_path: Path, dressed: list[str]) -> None:
+    assert clean(_text(dressed)) == _text(TRACE)
+    log = tmp_path / "paste.txt"
+    log.write_bytes(_text(dressed))
+    d = dx.diagnose(str(log))
+    assert d.verdict == "failure" and d.initiating is not None
+    assert (d.initiating.file, d.initiating.line) == (str(log), 6)
+    assert d.initiating.text == "NotImplementedError"
+
+
+def test_lines_that_carry_their_own_structure_are_left_alone() -> None:
+    # a traceback cut above its first line keeps its two-space frames
+    assert clean(_text(TRACE[1:5])) is None
+    assert clean(_text(TRACE)) is None
+    # indentation that not every line shares, a quote on some lines only
+    assert clean(_text(["    a", "b"])) is None
+    assert clean(_text(["> a", "b"])) is None
+    # one bracketed "[5m" is a duration, not a colour code
+    assert clean(b"waited [5m] for the store\n") is None
+    # blank lines do not count against a shared indentation; line count is kept
+    assert clean(b"    a\n\n    b\n") == b"a\n\nb\n"
+
+
+def test_copies_keep_names_and_go_away_with_the_diagnosis(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.log").write_bytes(_text(["    " + x for x in TRACE]))
+    (job / "rank1.log").write_bytes(b"[rank1]: step 3\n")
+    sp = spool_pastes([str(job)])
+    assert sp is not None and sp.directory is not None
+    assert sorted(sp.labels.values()) == [str(job / "rank0.log")]
+    assert str(job / "rank1.log") in [os.fsdecode(p) for p in sp.paths]
+    tmp = os.path.dirname(sp.directory)
+
+    def copies() -> set[str]:
+        return {p for p in os.listdir(tmp) if p.startswith("denpex-paste-")}
+
+    before = copies()
+    d = dx.diagnose(str(job))
+    assert d.initiating is not None and d.initiating.file == str(job / "rank0.log")
+    assert d.initiating.text == "NotImplementedError"
+    made = copies() - before
+    assert len(made) == 1  # the diagnosis read its own cleaned copy
+    del d
+    gc.collect()
+    assert not made & copies()  # and it went away with the diagnosis
+
+
+def test_more_files_than_a_paste_are_scanned_as_they_are(tmp_path: Path) -> None:
+    for k in range(MAX_FILES + 1):
+        (tmp_path / f"rank{k}.log").write_bytes(_text(["    " + x for x in TRACE]))
+    assert spool_pastes([str(tmp_path)]) is None
