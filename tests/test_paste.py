@@ -91,3 +91,29 @@ def test_more_files_than_a_paste_are_scanned_as_they_are(tmp_path: Path) -> None
     for k in range(MAX_FILES + 1):
         (tmp_path / f"rank{k}.log").write_bytes(_text(["    " + x for x in TRACE]))
     assert spool_pastes([str(tmp_path)]) is None
+
+
+def test_a_terminals_hard_wraps_are_joined_and_line_numbers_kept(tmp_path: Path) -> None:
+    wd = (
+        "[rank3]:[E501 12:10:40.512000 21000 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600078 milliseconds before timing out."
+    )
+    oom = "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB."
+    width = 60  # a terminal this wide wraps every longer line
+    original = ["[rank2]: step 7", oom, wd, "[rank1]: step 8"]
+    lines = [ln[k : k + width] for ln in original for k in range(0, len(ln), width)]
+    got = clean(_text(lines))
+    assert got is not None
+    out = got.decode().split("\n")[:-1]
+    assert len(out) == len(lines)  # every line keeps its number
+    assert [x for x in out if x] == original  # each record whole on its first line
+    assert out.index(wd) == 3 and out.index(oom) == 1
+
+    # two lines of one length are a coincidence, not a terminal's width
+    assert clean(_text([wd[:width], wd[:width], "short"])) is None
+    log = tmp_path / "paste.txt"
+    log.write_bytes(_text(lines))
+    d = dx.diagnose(str(log))
+    assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (2, 2)
+    assert d.initiating.text == oom

@@ -6,12 +6,15 @@ with ``> ``, or with the terminal's colour codes left in (raw, or in the
 escaped forms ``#033[32m`` and ``^[[32m`` that syslog and copy-paste leave,
 or bare ``[32m`` once the escape byte was lost).  The knowledge base's
 patterns and the attribution's prefixes are written for the program's own
-lines, so such a paste is read through a cleaned copy with the same lines:
+lines, so such a paste is read through a cleaned copy with the same line numbers:
 
 * colour and cursor codes removed;
 * a ``>`` quote that opens every non-blank line removed;
 * indentation of at least four columns (or a tab) that every non-blank line
-  shares removed, as :func:`textwrap.dedent` would.
+  shares removed, as :func:`textwrap.dedent` would;
+* a terminal's hard wraps joined back (several lines exactly as long as the
+  longest one: each continues on the next), the joined line in the first
+  line's place and the lines it absorbed left empty.
 
 Only small inputs are looked at (:data:`MAX_FILES` plain files of at most
 :data:`MAX_BYTES`): a paste, never a production log, which the scanner maps
@@ -90,7 +93,39 @@ def clean(data: bytes) -> bytes | None:
         lead = body[0][:width]
         if (width >= 4 or lead.startswith(b"\t")) and all(ln.startswith(lead) for ln in body):
             new = b"\n".join(ln[width:] if ln.startswith(lead) else ln for ln in lines)
+    new = _unwrap(new)
     return new if new != data else None
+
+
+#: a paste is taken as hard-wrapped when at least this many lines have the
+#: length of its longest line, and that length is at least ``WRAP_MIN``
+WRAP_LINES = 3
+WRAP_MIN = 60
+
+
+def _unwrap(data: bytes) -> bytes:
+    """A terminal's hard wraps joined back: each line the width of the
+    terminal continues on the next one.  The joined line takes the first
+    physical line's place and the lines it absorbed are left empty, so every
+    line keeps its number."""
+    lines = data.split(b"\n")
+    widths = [len(ln.rstrip(b"\r").decode("utf-8", "replace")) for ln in lines]
+    width = max(widths, default=0)
+    if width < WRAP_MIN or widths.count(width) < WRAP_LINES:
+        return data
+    out = list(lines)
+    k = 0
+    while k < len(lines) - 1:
+        if widths[k] != width:
+            k += 1
+            continue
+        head, j = k, k
+        while j + 1 < len(lines) and widths[j] == width and lines[j + 1].strip():
+            j += 1
+            out[head] = out[head] + lines[j]
+            out[j] = b""
+        k = j + 1
+    return b"\n".join(out)
 
 
 def spool_pastes(paths: Iterable[Any]) -> Spool | None:
