@@ -798,3 +798,19 @@ def test_a_tie_in_time_goes_to_the_line_that_failed_first(tmp_path) -> None:
     )
     d = diagnose([str(log)])
     assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (3, 1)
+
+
+def test_a_rank_that_never_printed_is_named_from_the_jobs_own_world_size(tmp_path) -> None:
+    """Seven of eight ranks time out in the same collective; the eighth never
+    printed a line.  NCCL's ``nranks 8`` says it exists: it is the suspect.
+    Without that line the job shows only seven ranks and nobody is named."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    init = "h1:100:150 [0] NCCL INFO comm 0x55d5c0b0 rank 0 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE\n"
+    timeouts = "".join(WD.format(r=r, seq=41) + "\n" for r in range(7))
+    log = tmp_path / "job.log"
+    log.write_text(init + timeouts)
+    d = diagnose([str(log)])
+    assert d.suspect_rank == 7 and d.verdict in ("failure", "suspect")
+    log.write_text(timeouts)
+    assert diagnose([str(log)]).suspect_rank != 7

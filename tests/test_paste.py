@@ -117,3 +117,13 @@ def test_a_terminals_hard_wraps_are_joined_and_line_numbers_kept(tmp_path: Path)
     d = dx.diagnose(str(log))
     assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (2, 2)
     assert d.initiating.text == oom
+
+
+def test_lines_of_one_template_are_not_taken_for_a_terminals_wraps() -> None:
+    # seven ranks' lines of one template share a length: each is its own record
+    lines = [
+        f"[rank{r}]: iter 4/10 | loss 1.0977 | 8.5 ms/it | tokens/s 12345.6 | lr 1e-4"
+        for r in range(7)
+    ]
+    assert len({len(x) for x in lines}) == 1 and len(lines[0]) >= 60
+    assert clean(_text(lines)) is None

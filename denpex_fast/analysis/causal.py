@@ -89,6 +89,7 @@ FIELD_VOCABULARY: dict[str, str] = {
     "step": "a training step",
     "iteration": "a training iteration",
     "global_step": "a training step",
+    "world_size": "how many ranks the job has",
 }
 TIMEOUT_MS_FIELDS = ("timeout_ms",)
 TIMEOUT_S_FIELDS = ("timeout_s",)
@@ -99,6 +100,9 @@ LAST_COMPLETED_FIELDS = ("last_completed",)
 STEP_FIELDS = ("step", "iteration", "global_step")
 EXIT_FIELDS = ("exit_code",)
 SIGNAL_FIELDS = ("signal",)
+WORLD_FIELDS = ("world_size",)
+#: a world size above this is a misread, not a job
+MAX_WORLD = 1 << 16
 
 DEFAULT_SKEW_FLOOR_S = 0.5  # two events closer than this are never called ordered across hosts
 
@@ -659,6 +663,13 @@ def rank_events(
         known_ranks |= ranks_from_paths(file_names(table))
     if reader is not None:  # files with no match name their rank too
         known_ranks |= {r for r in _file_ranks(reader.labels(), events).values()}
+    # the job's own statement of its size: ranks that never printed still exist
+    world = max(
+        (int(n) for e in events if (n := field_number(e.fields, WORLD_FIELDS)) is not None),
+        default=0,
+    )
+    if 0 < world <= MAX_WORLD:
+        known_ranks |= set(range(world))
     hidden = shadowed(events, kb)
     live = [e for e in events if e.index not in hidden]
     _global_ranks(live)

@@ -109,7 +109,8 @@ WRAP_MIN = 60
 
 def _unwrap(data: bytes) -> bytes:
     """A terminal's hard wraps joined back: each line the width of the
-    terminal continues on the next one.  The joined line takes the first
+    terminal continues on the next one, unless that one opens the way the
+    record does (lines of one template often share a length).  The joined line takes the first
     physical line's place and the lines it absorbed are left empty, so every
     line keeps its number."""
     lines = data.split(b"\n")
@@ -124,7 +125,14 @@ def _unwrap(data: bytes) -> bytes:
             k += 1
             continue
         head, j = k, k
-        while j + 1 < len(lines) and widths[j] == width and lines[j + 1].strip():
+        # a line that opens like the record itself starts a record of its own
+        # (many lines of one template share a length; a wrap cuts anywhere)
+        while (
+            j + 1 < len(lines)
+            and widths[j] == width
+            and lines[j + 1].strip()
+            and lines[j + 1][:2] != lines[head][:2]
+        ):
             j += 1
             out[head] = out[head] + lines[j]
             out[j] = b""
