@@ -814,3 +814,25 @@ def test_a_rank_that_never_printed_is_named_from_the_jobs_own_world_size(tmp_pat
     assert d.suspect_rank == 7 and d.verdict in ("failure", "suspect")
     log.write_text(timeouts)
     assert diagnose([str(log)]).suspect_rank != 7
+
+
+def test_rank_zeros_unprefixed_console_says_what_it_was_busy_with(tmp_path) -> None:
+    """Ranks 1-3 time out; rank 0 logs alone and without a prefix (as Trainer
+    and torchtune do) in a console of its own: its last line is its work."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    console = tmp_path / "console.log"
+    console.write_text(
+        "Epoch 3: 100%|##########| 101/101 [1:54:39<00:00]\n"
+        "Merging adapter weights into the base model and saving the checkpoint\n"
+    )
+    ranks = tmp_path / "ranks.log"
+    ranks.write_text("".join(WD.format(r=r, seq=41) + "\n" for r in (1, 2, 3)))
+    d = diagnose([str(console), str(ranks)])
+    assert d.suspect_rank == 0 and d.initiating is not None
+    assert (d.initiating.file, d.initiating.line) == (str(console), 2)
+    # a second unprefixed input: which one is rank 0's is not known
+    other = tmp_path / "notes.log"
+    other.write_text("data prepared\n")
+    d = diagnose([str(console), str(other), str(ranks)])
+    assert d.initiating is None or d.initiating.file != str(console)

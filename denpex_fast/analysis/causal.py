@@ -1426,7 +1426,8 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
     no error: the lines just before the first timeout, when no other rank's
     prefix or matched line claims them, are its work.  Read back from the
     scan's input, never re-scanned; a blank line or another rank's line ends
-    the run.
+    the run.  For rank 0, an input none of whose lines names a rank is its
+    console (frameworks log on rank 0 alone, unprefixed): its last line.
     """
     waits = [
         e
@@ -1458,6 +1459,16 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
         if m and m.start() >= 8 and any(ch.isalpha() for ch in e.text[: m.start()]):
             if _line_rank(e.text[: m.start()]) in (None, rank):
                 return [_line_event(e.file, e.line, e.text[: m.start()], rank, BUSY_LINE)]
+    if rank == 0:
+        # frameworks log on rank 0 alone and without a rank prefix (Trainer,
+        # torchtune, rank_zero_info): one input whose lines name no rank at
+        # all is rank 0's console, and its last line what it was doing
+        ranked = {e.file for e in live if e.rank is not None}
+        own = [x for x in reader.labels() if x not in ranked and x != first.file]
+        if len(own) == 1:
+            last = reader.last_line(own[0], words=True)
+            if last is not None and _line_rank(last[1]) is None:
+                return [_line_event(own[0], last[0], last[1], rank, BUSY_LINE)]
     return []
 
 
