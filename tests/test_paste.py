@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,7 @@ def test_copies_keep_names_and_go_away_with_the_diagnosis(tmp_path: Path) -> Non
     del d
     gc.collect()
     assert not made & copies()  # and it went away with the diagnosis
+    shutil.rmtree(sp.directory)  # the spool made above by hand
 
 
 def test_more_files_than_a_paste_are_scanned_as_they_are(tmp_path: Path) -> None:
