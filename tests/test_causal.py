@@ -836,3 +836,20 @@ def test_rank_zeros_unprefixed_console_says_what_it_was_busy_with(tmp_path) -> N
     other.write_text("data prepared\n")
     d = diagnose([str(console), str(other), str(ranks)])
     assert d.initiating is None or d.initiating.file != str(console)
+
+
+def test_a_stop_says_which_ranks_of_the_job_never_printed(tmp_path) -> None:
+    """Slurm asked for eight tasks but the script ran once: Lightning's rank 0
+    waits for seven members that never started.  The stop is reported with
+    the job's own size against the ranks that printed."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "slurm-1234.out"
+    log.write_text(
+        "Multi-processing is handled by Slurm.\n"
+        "GPU available: True, used: True\n"
+        "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8\n"
+    )
+    d = diagnose([str(log)])
+    assert d.verdict == "stopped"
+    assert any("has 8 ranks and only 1 rank (0) printed" in r for r in d.reasons)

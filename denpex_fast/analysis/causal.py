@@ -434,6 +434,13 @@ def _ranks_word(n: int) -> str:
     return "1 rank" if n == 1 else f"{n} ranks"
 
 
+def _rank_list(ranks: Iterable[int], most: int = 8) -> str:
+    """``0, 3, 5`` (the first ``most``, then how many more)."""
+    got = sorted(ranks)
+    head = ", ".join(map(str, got[:most]))
+    return head + (f" and {len(got) - most} more" if len(got) > most else "")
+
+
 def _one_silent(waiting: set[int], silent: list[int]) -> bool:
     """One rank reported no wait while the others did: at least two waiting,
     or one when it and the silent rank make up the whole world the job shows
@@ -668,6 +675,7 @@ def rank_events(
         (int(n) for e in events if (n := field_number(e.fields, WORLD_FIELDS)) is not None),
         default=0,
     )
+    printed = set(known_ranks)  # the ranks the inputs show
     if 0 < world <= MAX_WORLD:
         known_ranks |= set(range(world))
     hidden = shadowed(events, kb)
@@ -752,6 +760,12 @@ def rank_events(
                     "completion line and without an error"
                 )
             ]
+            if 0 < world <= MAX_WORLD and printed and len(printed) < world:
+                why.append(
+                    f"the job has {world} ranks and only {_ranks_word(len(printed))} "
+                    f"({_rank_list(printed)}) printed anything: the others never started "
+                    "(or hung before their first line), or their logs are not among the inputs"
+                )
             return Ranking(
                 None,
                 0.0,
