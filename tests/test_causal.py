@@ -743,38 +743,39 @@ def test_a_worker_that_ended_by_sigterm_was_stopped_not_the_origin(tmp_path) -> 
     assert death_tier(-9) == death_tier(-11) == TIER_OWN_SYMPTOM
 
 
-def test_an_exception_class_entry_does_not_hide_an_unknown_message_it_wraps(tmp_path) -> None:
-    """``DistNetworkError: <message>`` only names the exception's class: when
-    no entry knows the message, the words of the message are the failure,
-    ahead of the launcher killing the workers after it."""
-    from denpex_fast.analysis.diagnosis import diagnose
-
-    log = tmp_path / "node2.log"
-    log.write_text(
+UNKNOWN_ORIGINS = {
+    # ``DistNetworkError: <message>`` only names the exception's class: when
+    # no entry knows the message, its words are the failure, ahead of the
+    # launcher killing the workers after it
+    "exception-class-wraps-unknown-message": (
         "trainer-2: torch.distributed.DistNetworkError: The frobnicator socket has failed to "
         "reach 192.168.1.12:1040 (errno: 113 - Host is down)\n"
         "trainer-2: [2024-02-24 04:37:50,964] [INFO] [launch.py:315:sigkill_handler] Killing "
         "subprocess 18507\n"
         "trainer-2: [2024-02-24 04:37:51,021] [ERROR] [launch.py:321:sigkill_handler] "
-        "['/usr/bin/python3', '-u', 'train.py'] exits with return code = 1\n"
-    )
-    d = diagnose([str(log)])
-    assert d.initiating is not None and d.initiating.line == 1
-
-
-def test_an_unknown_error_printed_before_a_wrapper_heads_the_incident(tmp_path) -> None:
-    """A tool's own failure line in a format no entry knows comes before the
-    trace line that restates it (nccl-tests: 'Test failure common.cu:N')."""
-    from denpex_fast.analysis.diagnosis import diagnose
-
-    log = tmp_path / "perf.log"
-    log.write_text(
+        "['/usr/bin/python3', '-u', 'train.py'] exits with return code = 1\n",
+        1,
+    ),
+    # a tool's own failure line in a format no entry knows comes before the
+    # trace line that restates it (nccl-tests: 'Test failure common.cu:N')
+    "tool-format-before-its-wrapper": (
         "# Using devices\n"
         "test: Test HIP failure common.cu:941 'frobnicator not yet initialized'\n"
-        " .. test pid 54340: Test failure common.cu:891\n"
-    )
+        " .. test pid 54340: Test failure common.cu:891\n",
+        2,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNKNOWN_ORIGINS))
+def test_an_unknown_origin_is_named_before_its_known_consequences(tmp_path, name) -> None:
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    text, line = UNKNOWN_ORIGINS[name]
+    log = tmp_path / "job.log"
+    log.write_text(text)
     d = diagnose([str(log)])
-    assert d.initiating is not None and d.initiating.line == 2
+    assert d.initiating is not None and d.initiating.line == line
 
 
 def test_a_tie_in_time_goes_to_the_line_that_failed_first(tmp_path) -> None:
