@@ -82,9 +82,9 @@ def test_earliest_cause_beats_loud_symptoms(kb) -> None:
     r = rank_events(table(rows), kb)
     assert r.verdict in ("failure", "suspect")
     assert (r.initiating.signature, r.initiating.rank, r.initiating.line) == ("cuda-oom", 2, 50)
-    # one file, no progress: an excerpt, whose diagnoses were right about
-    # three times in four on first sight; never in the low buckets
-    assert r.confidence >= 0.6
+    # one file, no progress: an excerpt, whose diagnoses were right two to
+    # three times in four on first sight; never in the low buckets (< 0.5)
+    assert r.confidence >= 0.5
     assert r.reasons[0].startswith("specific cause: cuda-oom at console.log:50 on rank 2")
     assert any("a knowledge-base cause names the line" in x for x in r.reasons)
     top = r.features[r.top]
