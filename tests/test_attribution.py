@@ -109,6 +109,11 @@ RANK_CASES = [
     ("train.py: error: unrecognized arguments: --fp16 --local_rank=3", 3),
     ("Namespace(batch_size=8, local_rank=2, lr=(0.1, 0.2))", 2),
     ("the launcher sets local_rank=2 for its second worker", None),
+    # behind a log collector's prefix: docker compose, kubelet's CRI files
+    ("trainer-1  | [rank4]:[E1129 11:56:57.204156533 ProcessGroupNCCL.cpp:1785] boom", 4),
+    ("2024-05-01T12:00:00.123456789Z stderr F [rank2]: RuntimeError: boom", 2),
+    ("2024-05-01T12:00:00.123456789Z stdout P 3: RuntimeError: boom", 3),
+    ("loss | 0.5 at step 3", None),
 ]
 
 

@@ -129,3 +129,42 @@ def test_lines_of_one_template_are_not_taken_for_a_terminals_wraps() -> None:
     ]
     assert len({len(x) for x in lines}) == 1 and len(lines[0]) >= 60
     assert clean(_text(lines)) is None
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["trainer-1  | ", "2024-05-01T12:00:00.123456789Z stderr F "],
+    ids=["compose", "cri"],
+)
+def test_a_collectors_prefix_hides_neither_a_cut_traceback_nor_its_rank(
+    tmp_path: Path, prefix: str
+) -> None:
+    # a traceback cut before its exception line, behind a collector's prefix:
+    # its frames still end the file and its innermost code line is the candidate
+    frames = [f"[rank7]: {x}" for x in TRACE[1:5]] + ["[rank7]:   "]
+    log = tmp_path / "worker.log"
+    log.write_text("".join(prefix + x + "\n" for x in frames))
+    d = dx.diagnose(str(log))
+    assert d.initiating is not None and d.verdict != "healthy"
+    assert (d.initiating.line, d.initiating.rank) == (4, 7)
+    assert d.initiating.text.endswith("raise NotImplementedError()")
+
+
+def test_a_collectors_prefix_alone_is_not_a_ranks_work(tmp_path: Path) -> None:
+    # two ranks time out behind a compose prefix; the silent rank's last line
+    # is its own console's, never the prefix in front of another rank's line
+    console = tmp_path / "console_head.log"
+    console.write_text("INFO:trainer: saving the full model state dict\n")
+    waits = tmp_path / "timeouts.log"
+    waits.write_text(
+        "".join(
+            f"trainer-1  | [rank{r}]:[E1129 11:56:57.20415{r}533 ProcessGroupNCCL.cpp:616] "
+            f"[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=28956, "
+            "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600008 "
+            "milliseconds before timing out.\n"
+            for r in (1, 2)
+        )
+    )
+    d = dx.diagnose([str(console), str(waits)])
+    assert d.initiating is not None and d.initiating.rank == 0
+    assert (Path(d.initiating.file).name, d.initiating.line) == ("console_head.log", 1)

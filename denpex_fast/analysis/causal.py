@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..facts.attribution import prefix_length
 from ..schema import file_names
 from .incidents import (
     TIER_COLLATERAL,
@@ -1295,6 +1296,18 @@ _FRAME_LINE = re.compile(r'^(?:\S*?[:\]>|]\s?)?(?:\s*$|\s{2,}\S|\s*File "[^"]*",
 #: no comma: printed by every rank of a hung or signalled job) are not one
 _FRAME_FILE = re.compile(r'File "[^"]*", line \d+, in ')
 _PREFIX_ONLY = re.compile(r"^(?:\S*?[:\]>|]\s?)?\s*$")
+_FRAME_BODY = re.compile(r'(?:\s*$|\s{2,}\S|\s*File "[^"]*", line \d+, in )')
+
+
+def _frame_line(text: str) -> bool:
+    """A traceback frame line, behind any launcher or collector prefixes."""
+    return bool(_FRAME_LINE.search(text) or _FRAME_BODY.match(text, prefix_length(text)))
+
+
+def _prefix_only(text: str) -> bool:
+    return bool(_PREFIX_ONLY.search(text)) or not text[prefix_length(text) :].strip()
+
+
 #: bytes of a file's end read to see whether it stops inside a traceback
 CUT_TRACEBACK_BYTES = 16 << 10
 
@@ -1325,7 +1338,7 @@ def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any
         if tail[0] > 0 and lines:
             lines = lines[1:]  # the first piece may be a partial line
         run = 0  # frame lines at the end of the file
-        while run < len(lines) and _FRAME_LINE.search(lines[-1 - run].rstrip("\r")):
+        while run < len(lines) and _frame_line(lines[-1 - run].rstrip("\r")):
             run += 1
         frames = lines[len(lines) - run :]
         if not any(_FRAME_FILE.search(x) for x in frames):
@@ -1337,7 +1350,7 @@ def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any
             continue
         last_no = got[0]
         # the innermost frame's last line with more than a launcher prefix
-        k = next(i for i in range(len(frames) - 1, -1, -1) if not _PREFIX_ONLY.search(frames[i]))
+        k = next(i for i in range(len(frames) - 1, -1, -1) if not _prefix_only(frames[i]))
         line = last_no - (len(frames) - 1 - k)
         text = frames[k].rstrip("\r")
         head = headers.get(label)
@@ -1378,6 +1391,11 @@ _CONTINUATION = re.compile(r"^(?:\s+\S|\()")
 _INDENTED = re.compile(r"^\s+\S")
 
 
+def _body(text: str) -> str:
+    """A line without the prefixes launchers and collectors put before it."""
+    return text[prefix_length(text) :]
+
+
 def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
     """A rank named on a continuation line of the error itself.
 
@@ -1394,7 +1412,7 @@ def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader
         for n, text in _around(head, table, reader, 0, CONTINUATION_LINES):
             if n <= head.line:
                 continue
-            if not _CONTINUATION.search(text):
+            if not _CONTINUATION.search(_body(text)):
                 break
             r = _line_rank(text.strip())
             if r is not None:
@@ -1413,14 +1431,14 @@ def _record_starts(cands: Sequence[Incident], table: pa.Table, reader: Any) -> N
     """
     for c in cands[:64]:
         head = c.head
-        if head is None or head.index < 0 or not _CONTINUATION.search(head.text or ""):
+        if head is None or head.index < 0 or not _CONTINUATION.search(_body(head.text or "")):
             continue
         for n, text in reversed(_around(head, table, reader, CONTINUATION_LINES, 0)):
             if n >= head.line:
                 continue
             if not text.strip():
                 break
-            if not _INDENTED.search(text):  # "(raylet) ..." may open a record
+            if not _INDENTED.search(_body(text)):  # "(raylet) ..." may open a record
                 c.extra["record_from"] = n
                 break
 
@@ -1470,9 +1488,14 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
     # 41.19s/it][E ProcessGroupNCCL.cpp:737] [Rank 4] Watchdog caught ...")
     for e in sorted(waits, key=lambda e: (e.file, e.line)):
         m = _RECORD_START.search(e.text)
-        if m and m.start() >= 8 and any(ch.isalpha() for ch in e.text[: m.start()]):
-            if _line_rank(e.text[: m.start()]) in (None, rank):
-                return [_line_event(e.file, e.line, e.text[: m.start()], rank, BUSY_LINE)]
+        if m is None:
+            continue
+        before = e.text[: m.start()]
+        # a collector's prefix alone ("trainer-1  | [rank4]:...") is no output
+        printed = before[prefix_length(before) :]
+        if len(printed) >= 8 and any(ch.isalpha() for ch in printed):
+            if _line_rank(before) in (None, rank):
+                return [_line_event(e.file, e.line, before, rank, BUSY_LINE)]
     if rank == 0:
         # frameworks log on rank 0 alone and without a rank prefix (Trainer,
         # torchtune, rank_zero_info): one input whose lines name no rank at
@@ -1480,7 +1503,7 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
         ranked = {e.file for e in live if e.rank is not None}
         own = [x for x in reader.labels() if x not in ranked and x != first.file]
         if len(own) == 1:
-            last = reader.last_line(own[0], words=True)
+            last = reader.last_line(own[0], words=True, prefix=prefix_length)
             if last is not None and _line_rank(last[1]) is None:
                 return [_line_event(own[0], last[0], last[1], rank, BUSY_LINE)]
     return []
@@ -1498,7 +1521,7 @@ def _single_input_end(reader: Any, events: Sequence[Event]) -> Event | None:
     if reader is None or len(reader.labels()) != 1:
         return None
     (label,) = reader.labels()
-    got = reader.last_line(label, words=True)
+    got = reader.last_line(label, words=True, prefix=prefix_length)
     if got is None:
         return None
     line, text = got
@@ -1546,7 +1569,7 @@ def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | Non
         rows = [e for e in live if e.file == label]
         if any(e.role != "context" for e in rows):
             continue
-        got = reader.last_line(label, words=True)
+        got = reader.last_line(label, words=True, prefix=prefix_length)
         if got is None:
             continue
         line, text = got

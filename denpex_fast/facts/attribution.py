@@ -138,12 +138,25 @@ _CHAIN = (
             _HOST_D + ": ",  # pdsh
             r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?",  # Ray / vLLM workers
             r"\[pod/[^\]\s]+\] ",  # kubectl logs --prefix
-            r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? ",  # --timestamps
+            # --timestamps, and CRI files (kubelet's /var/log/pods: "<time> stderr F ")
+            r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? (?:std(?:out|err) [FP] )?",
+            r"[\w.-]+ +\| ",  # docker compose logs: "trainer-1  | "
             r"\x1b\[[\d;]*m",  # terminal colours kept by `| tee` (Ray, vLLM, rich)
         ]
     )
     + ")*?"
 )
+
+_CHAIN_RE = re.compile("^" + _CHAIN.removesuffix("?"))  # greedy
+
+
+def prefix_length(text: str) -> int:
+    """How many leading characters of ``text`` are launcher or collector
+    prefixes (rank tags, timestamps, pod or service names) rather than the
+    process's own words."""
+    m = _CHAIN_RE.match(text)
+    return m.end() if m else 0
+
 
 _RANK_PREFIX_FORMS = (
     r"(?:\[rank(?P<a>" + _N + r")\]:"

@@ -242,10 +242,14 @@ class JobBytes:
                 start += cut
         return start, bytes(keep)
 
-    def last_line(self, label: str, words: bool = False) -> tuple[int, str] | None:
+    def last_line(
+        self, label: str, words: bool = False, prefix: Callable[[str], int] | None = None
+    ) -> tuple[int, str] | None:
         """``(line number, text)`` of the last non-blank line of the input;
         ``words``: of the last one holding a letter or digit within its last
-        4 KiB (a rule of ``=`` or a box drawn around a banner says nothing)."""
+        4 KiB (a rule of ``=`` or a box drawn around a banner says nothing),
+        after the first ``prefix(text)`` characters (a collector's or
+        launcher's prefix says nothing either)."""
         inp = self.input(label)
         if inp is None:
             return None
@@ -269,7 +273,8 @@ class JobBytes:
             lines = lines[1:]  # the first piece may be a partial line
         for back, raw in enumerate(reversed(lines)):
             text = raw.decode("utf-8", "replace").rstrip("\r")
-            if not words or any(ch.isalnum() for ch in text):
+            own = text[prefix(text) :] if prefix is not None else text
+            if not words or any(ch.isalnum() for ch in own):
                 return last_nl_before + 1 - back, text
         return last_nl_before + 1, data.rsplit(b"\n", 1)[-1].decode("utf-8", "replace")
 
