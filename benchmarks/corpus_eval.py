@@ -642,6 +642,7 @@ def refit(report: EvalReport, k: int = 5, confidence_only: bool = False) -> dict
     from denpex_fast.analysis.ranker import (
         FEATURE_NAMES,
         Model,
+        bucket_accuracy,
         fit,
         isotonic_calibration,
         load_model,
@@ -662,12 +663,23 @@ def refit(report: EvalReport, k: int = 5, confidence_only: bool = False) -> dict
     cw = fit_confidence_by_kind(named, feats, outcome, l2)
     # the logistic output mapped to the accuracy seen out of fold in its bucket
     oof = oof_confidence(dev, feats, outcome, k, l2=l2)
-    buckets = isotonic_calibration([(oof[r.case], confidence_label(r, outcome)) for r in named])
+    labels = [(oof[r.case], confidence_label(r, outcome)) for r in named]
+    buckets = isotonic_calibration(labels)
+    # the verdict follows the confidence shown: "failure" from the calibrated
+    # confidence at which named diagnoses were right 95% of the time out of fold
+    shown = [(bucket_accuracy(buckets, p), ok) for p, ok in labels]
+    conf_threshold = threshold_for_precision(shown, 0.95)
     if confidence_only:
         shipped = load_model()
         meta = dict(shipped.meta, confidence_l2=l2)
         return Model(
-            shipped.weights, shipped.threshold, shipped.calibration, meta, cw, buckets
+            shipped.weights,
+            shipped.threshold,
+            shipped.calibration,
+            meta,
+            cw,
+            buckets,
+            conf_threshold,
         ).to_json()
     model = Model(
         w,
@@ -683,6 +695,7 @@ def refit(report: EvalReport, k: int = 5, confidence_only: bool = False) -> dict
         },
         cw,
         buckets,
+        conf_threshold,
     )
     return model.to_json()
 

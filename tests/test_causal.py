@@ -75,6 +75,23 @@ def watchdogs(ranks, seq=4812, ts=640.0, host="n0", file="console.log", start_li
     ]
 
 
+@pytest.mark.parametrize("ranks", [[0, 1, 3], [0, 1, 2, 3, 4, 5, 7]])
+def test_the_verdict_agrees_with_the_confidence_shown(kb, ranks) -> None:
+    from denpex_fast.analysis.ranker import load_model
+
+    model = load_model()
+    assert model.confidence_threshold is not None
+    rows = watchdogs(ranks) + [
+        {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 50}
+    ]
+    r = rank_events(table(rows), kb)
+    # "failure" exactly when the confidence reaches the level at which named
+    # diagnoses were right 95% of the time out of fold
+    assert (r.verdict == "failure") == (r.confidence >= model.confidence_threshold)
+    assert model.verdict_failure(0.0, model.confidence_threshold)
+    assert not model.verdict_failure(1.0, model.confidence_threshold - 0.01)
+
+
 def test_earliest_cause_beats_loud_symptoms(kb) -> None:
     rows = watchdogs([0, 1, 3]) + [
         {"signature": "cuda-oom", "text": OOM, "rank": 2, "host": "n0", "ts": 7.0, "line": 50}

@@ -792,7 +792,6 @@ def rank_events(
         # (a pid the launcher spawned), or a launcher line whose printed rank
         # is not the failed one (None when nothing singles a rank out)
         first = replace(first, rank=top.rank)
-    verdict = "failure" if p_top >= model.threshold and not virtual_why else "suspect"
     reasons = _evidence(top, first, virtual_why, X[order[0]], model)
     if top.extra.get("cut_traceback"):
         reasons.insert(
@@ -835,11 +834,13 @@ def rank_events(
         and _last_progress(events) is None
         and _last_marked(events, kb, "start") is None
     )
+    confidence = model.confidence_for(X, excerpt)
+    failed = model.verdict_failure(p_top, confidence) and not virtual_why
     return Ranking(
         first,
-        model.confidence_for(X, excerpt),
+        confidence,
         reasons + clock,
-        verdict,
+        "failure" if failed else "suspect",
         suspect_rank=top.rank,
         candidates=_dedupe(o for o in others if o is not top.head),
         indistinguishable=tie,

@@ -249,8 +249,10 @@ def diagnose(
 
     ``Diagnosis.verdict`` is one of:
 
-    * ``failure``: the initiating incident is named (``initiating``), with a
-      probability above the threshold chosen out of fold for 95% precision;
+    * ``failure``: the initiating incident is named (``initiating``) with a
+      ``confidence`` at least the one from which named diagnoses were right
+      95% of the time out of fold (so the verdict and the confidence shown
+      beside it never disagree);
     * ``suspect``: a line or rank is named but the evidence is weaker (or the
       rank is suspected from absence: the one the others waited for, the one
       whose progress stopped first); ``initiating`` still holds the best line;

@@ -98,6 +98,17 @@ class Model:
     confidence_weights: np.ndarray | None = None
     # accuracy per bucket of the logistic output, measured out of fold (monotone)
     confidence_calibration: list[dict[str, float]] = field(default_factory=list)
+    # the confidence from which named diagnoses were right 95% of the time out
+    # of fold: the verdict is "failure" from there (None: ``threshold`` on p decides)
+    confidence_threshold: float | None = None
+
+    def verdict_failure(self, p_top: float, confidence: float) -> bool:
+        """Whether a named diagnosis is a ``failure`` rather than a ``suspect``:
+        decided by the confidence shown beside it when one is calibrated, so
+        the two never disagree."""
+        if self.confidence_threshold is not None:
+            return confidence >= self.confidence_threshold
+        return p_top >= self.threshold
 
     def score(self, X: np.ndarray) -> np.ndarray:
         return np.asarray(X, dtype=float) @ self.weights if len(X) else np.zeros(0)
@@ -144,6 +155,8 @@ class Model:
             doc["confidence_weights"] = np.round(self.confidence_weights, 4).tolist()
             if self.confidence_calibration:
                 doc["confidence_calibration"] = self.confidence_calibration
+            if self.confidence_threshold is not None:
+                doc["confidence_threshold"] = round(float(self.confidence_threshold), 4)
         return doc
 
 
@@ -198,6 +211,9 @@ def load_model() -> Model:
                 dict(doc.get("meta", {})),
                 cw,
                 list(doc.get("confidence_calibration", [])) if cw is not None else [],
+                float(doc["confidence_threshold"])
+                if cw is not None and "confidence_threshold" in doc
+                else None,
             )
         except (OSError, ValueError, KeyError, TypeError):
             _MODEL = prior_model()
