@@ -871,3 +871,31 @@ def test_a_stop_says_which_ranks_of_the_job_never_printed(tmp_path) -> None:
     d = diagnose([str(log)])
     assert d.verdict == "stopped"
     assert any("has 8 ranks and only 1 rank (0) printed" in r for r in d.reasons)
+
+
+def test_a_cause_explains_a_later_cause_its_entry_triggers(kb) -> None:
+    # a save that could not create its file, and in another run's log the
+    # truncated checkpoint a load trips on: the save explains the load
+    rows = [
+        {
+            "signature": "storage-torch-load-truncated",
+            "text": "RuntimeError: PytorchStreamReader failed reading zip archive: failed "
+            "finding central directory",
+            "line": 1,
+            "file": "resume.log",
+        },
+        {
+            "signature": "storage-torch-save-parent-dir-missing",
+            "text": "RuntimeError: Parent directory /ckpt/d20 does not exist.",
+            "line": 1,
+            "file": "train.log",
+        },
+    ]
+    r = rank_events(table(rows), kb)
+    sigs = [c.head.signature for c in r.incidents]
+    explains = FEATURE_NAMES.index("explains")
+    by_sig = {s: r.features[i][explains] for i, s in enumerate(sigs)}
+    assert by_sig == {
+        "storage-torch-save-parent-dir-missing": 1.0,
+        "storage-torch-load-truncated": 0.0,
+    }

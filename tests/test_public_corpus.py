@@ -80,7 +80,11 @@ def test_corpus_is_present() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_truth_schema(case: Path) -> None:
     truth = _truth(case)
-    assert set(truth) == set(FIELDS), f"fields differ: {sorted(set(truth) ^ set(FIELDS))}"
+    # expected_verdict: "stopped" for a silent hang whose first rank the logs do not show
+    keys = set(truth) - (
+        {"expected_verdict"} if truth.get("expected_verdict") == "stopped" else set()
+    )
+    assert keys == set(FIELDS), f"fields differ: {sorted(keys ^ set(FIELDS))}"
     for key, typ in FIELDS.items():
         assert isinstance(truth[key], typ), f"{key} should be {typ}"
     assert truth["schema"] == SCHEMA
@@ -107,6 +111,8 @@ def test_lines_exist_verbatim(case: Path) -> None:
         # a rank that printed nothing of its failure (it was still busy while
         # its peers timed out): the truth names the rank alone
         assert ini["line"] is None and ini["text"] is None, "a rank-only truth has no line"
+        if truth.get("expected_verdict") == "stopped" and ini["rank"] is None:
+            return  # a silent hang whose first rank the logs do not show
         assert isinstance(ini["rank"], int) and ini["rank"] >= 0, "a rank-only truth needs a rank"
     else:
         _check_line(case, ini, "initiating")

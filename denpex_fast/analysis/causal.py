@@ -1653,9 +1653,10 @@ def candidate_features(
                 cands[i].head.line,  # a tie in time: the line that failed first
             ),
         )
-    # what the job's symptoms and wrappers say caused them
+    # what the job's symptoms, wrappers and later causes say caused them (a
+    # failed save explains the truncated checkpoint a later load trips on)
     symptoms = {
-        e.signature for e in live if e.role == "symptom" or "wrapper" in marks(kb, e.signature)
+        e.signature for e in live if e.role != "context" or "wrapper" in marks(kb, e.signature)
     }
     ranks_by_template: dict[str, set[int]] = defaultdict(set)
     for e in live:
@@ -1686,7 +1687,8 @@ def candidate_features(
             trig = set(kb[h.signature].triggers)
         except KeyError:
             trig = set()
-        if (trig & symptoms) or any(h.signature in caused_by(kb, s) for s in symptoms):
+        others = symptoms - {h.signature}
+        if (trig & others) or any(h.signature in caused_by(kb, s) for s in others):
             X[i, col["explains"]] = 1.0
         k = len(ranks_by_template.get(template(h.text), ()))
         if n_ranks >= 2 and c.rank is not None:
