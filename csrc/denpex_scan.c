@@ -44,6 +44,10 @@ struct dx_scratch {
     hs_scratch_t *hs;
     char *buf;      /* small files are read here whole (see dx_scan_file) */
     uint64_t cap;
+    char *clean;    /* a block without its terminal codes (see scan_clean) */
+    uint64_t clean_cap;
+    uint64_t *starts; /* the file offset of each line of that block */
+    uint64_t starts_cap;
 };
 
 /* ------------------------------------------------------------------ errors */
@@ -315,6 +319,8 @@ void dx_scratch_free(dx_scratch *s) {
     if (!s) return;
     hs_free_scratch(s->hs);
     free(s->buf);
+    free(s->clean);
+    free(s->starts);
     free(s);
 }
 
@@ -484,6 +490,11 @@ typedef struct {
     uint64_t line_start; /* absolute offset of the line containing pos */
     uint64_t base_line;
     int failed;          /* DX_ERR_NOMEM raised inside the callback */
+    /* scanning a cleaned copy (scan_clean): mem is the copy, and the file
+     * offset of its k-th line is starts[k], where k = line - line0 */
+    const uint64_t *starts;
+    uint64_t n_starts;
+    uint64_t line0;
 } scan_ctx;
 
 /* Advance the newline bookkeeping so that `pos` reaches absolute offset `to`. */
@@ -552,8 +563,16 @@ static int store_row(scan_ctx *c, unsigned int id, uint64_t end, uint64_t last_b
         r->text_len += dx_utf8_sanitize(c->mem + (lo - c->mem_base), tlen, r->text + r->text_len);
     }
     r->line[n] = c->base_line + c->line + 1;
-    r->offset[n] = c->line_start;
-    r->match_end[n] = end;
+    if (c->starts) {
+        /* the file's own line start; the end keeps its place in `text` */
+        uint64_t k = c->line - c->line0;
+        uint64_t start = c->starts[k < c->n_starts ? k : c->n_starts - 1];
+        r->offset[n] = start;
+        r->match_end[n] = start + (end - c->line_start);
+    } else {
+        r->offset[n] = c->line_start;
+        r->match_end[n] = end;
+    }
     r->sig[n] = id;
     r->file[n] = o->file_index;
     r->text_offsets[n + 1] = (int32_t)r->text_len;
@@ -582,6 +601,65 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     }
     t->kept[id]++;
     return 0;
+}
+
+static int grow(void **p, uint64_t *cap, uint64_t want, size_t size) {
+    if (want <= *cap) return 0;
+    uint64_t n = *cap ? *cap : 4096;
+    while (n < want) n *= 2;
+    void *q = realloc(*p, (size_t)(n * size));
+    if (!q) return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Scan the block buf[0, len) (starting at file offset lo, a line start)
+ * without its terminal control sequences: a log captured from a colour
+ * terminal (Ray, vLLM, rich, loguru) has "\x1b[31mRuntimeError:\x1b[0m ..."
+ * where the patterns expect "RuntimeError: ...".  Only bytes inside lines go,
+ * so line numbers hold; rows report the file's line starts (for reading the
+ * lines back) and the cleaned text. */
+static hs_error_t scan_clean(const dx_db *db, dx_scratch *s, scan_ctx *c, uint64_t lo,
+                             const char *buf, size_t len) {
+    if (grow((void **)&s->clean, &s->clean_cap, (uint64_t)len + 1, 1) != 0 ||
+        grow((void **)&s->starts, &s->starts_cap, count_nl(buf, len) + 2, sizeof(uint64_t)) != 0) {
+        c->failed = DX_ERR_NOMEM;
+        return HS_SUCCESS;
+    }
+    char *out = s->clean;
+    uint64_t *starts = s->starts;
+    size_t o = 0;
+    uint64_t k = 0;
+    starts[k++] = lo;
+    for (size_t i = 0; i < len;) {
+        if (buf[i] == 0x1b && i + 1 < len && buf[i + 1] == '[') {
+            size_t j = i + 2;
+            while (j < len && ((buf[j] >= '0' && buf[j] <= '9') || buf[j] == ';' || buf[j] == '?')) j++;
+            if (j < len && ((buf[j] | 0x20) >= 'a' && (buf[j] | 0x20) <= 'z')) {
+                i = j + 1;
+                continue;
+            }
+        }
+        out[o++] = buf[i];
+        if (buf[i] == '\n') starts[k++] = lo + i + 1;
+        i++;
+    }
+    /* a copy that ends with a newline (see the final-line note in scan_blocks) */
+    if (!o || out[o - 1] != '\n') out[o++] = '\n';
+    scan_ctx cc = *c;
+    cc.mem = out;
+    cc.mem_base = 0;
+    cc.mem_len = o;
+    cc.scan_base = 0;
+    cc.pos = 0;
+    cc.line_start = 0;
+    cc.starts = starts;
+    cc.n_starts = k;
+    cc.line0 = c->line;
+    hs_error_t rc = hs_scan(db->hs, out, (unsigned int)o, 0, s->hs, on_match, &cc);
+    c->failed = cc.failed;
+    return rc;
 }
 
 static int check_opts(const dx_options *o) {
@@ -614,7 +692,10 @@ static int scan_blocks(const dx_db *db, dx_scratch *s, scan_ctx *c, uint64_t sta
         const char *buf = c->mem + (lo - c->mem_base);
         size_t len = (size_t)(q - lo);
         hs_error_t rc;
-        if (q == end && len && buf[len - 1] != '\n') {
+        if (o->strip_ansi && !forced && lo == c->pos && lo == c->line_start &&
+            memchr(buf, 0x1b, len)) {
+            rc = scan_clean(db, s, c, lo, buf, len);
+        } else if (q == end && len && buf[len - 1] != '\n') {
             /* The window ends inside a line (a file without a final newline).
              * Vectorscan's double-byte accelerator can miss a match whose last
              * two bytes are the buffer's last two (VectorCamp/vectorscan#358,

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 
 Row = tuple[int, int, int, str, str]  # line, offset, match_end, signature, text
 
+_CSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+
 
 def _min_end(rx: re.Pattern[bytes], line: bytes) -> int | None:
     """Smallest end offset of any match: search(line, 0, e) succeeds iff some
@@ -40,9 +42,10 @@ def oracle(
     rows: list[Row] = []
     kept: dict[str, int] = {}
     offset = 0
-    for lineno, line in enumerate(data.split(b"\n"), start=1):
-        if not line and offset >= len(data):
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw and offset >= len(data):
             break
+        line = _CSI.sub(b"", raw)  # terminal codes are not scanned (match_end indexes text)
         hits = []
         for sig, rxs in compiled.items():
             ends = [e for e in (_min_end(rx, line) for rx in rxs) if e is not None]
@@ -60,7 +63,7 @@ def oracle(
             else:  # cut at max_text
                 text = line[:max_text]
             rows.append((lineno, offset, end, sig, text.decode("utf-8", "replace")))
-        offset += len(line) + 1
+        offset += len(raw) + 1
     return rows
 
 

@@ -168,3 +168,25 @@ def test_a_collectors_prefix_alone_is_not_a_ranks_work(tmp_path: Path) -> None:
     d = dx.diagnose([str(console), str(waits)])
     assert d.initiating is not None and d.initiating.rank == 0
     assert (Path(d.initiating.file).name, d.initiating.line) == ("console_head.log", 1)
+
+
+def test_a_production_console_with_colour_codes_is_read_without_them(tmp_path: Path) -> None:
+    # larger than a paste: scanned as it is, the codes left out in C
+    from denpex_fast.io.paste import MAX_BYTES
+
+    log = tmp_path / "driver.log"
+    filler = "".join(
+        f"\x1b[36m(RayWorkerWrapper pid=41{r})\x1b[0m step {s} ok\n"
+        for s in range(12000)
+        for r in range(8)
+    )
+    assert len(filler) > MAX_BYTES
+    log.write_text(
+        filler
+        + "\x1b[36m(RayWorkerWrapper pid=413)\x1b[0m \x1b[1;31mtorch.OutOfMemoryError:\x1b[0m CUDA"
+        " out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB\n"
+    )
+    d = dx.diagnose(str(log))
+    assert d.verdict in ("failure", "suspect") and d.initiating is not None
+    assert d.initiating.line == 96001
+    assert d.initiating.text.startswith("(RayWorkerWrapper pid=413) torch.OutOfMemoryError: CUDA")

@@ -88,6 +88,31 @@ CASES: list[tuple[str, bytes, dict[str, list[str]], list[Row]]] = [
         [(2, 5, 23, "segv", "Segmentation fault")],
     ),
     (
+        # a console captured from a colour terminal: the codes are not scanned
+        # and not kept; line numbers and line offsets stay the file's
+        "terminal-colour-codes",
+        b"step=1\n\x1b[32m[rank3]:\x1b[0m \x1b[1;31mRuntimeError:\x1b[0m CUDA error: an illegal"
+        b" memory access was encountered\n\x1b[1;31mtorch.OutOfMemoryError:\x1b[0m CUDA out of"
+        b" memory. Tried to allocate 2.00 GiB\x1b[0m",
+        {"illegal": ["RuntimeError: CUDA error: an illegal memory access"], "cuda-oom": [OOM]},
+        [
+            (
+                2,
+                7,
+                66,
+                "illegal",
+                "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered",
+            ),
+            (
+                3,
+                103,
+                173,
+                "cuda-oom",
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            ),
+        ],
+    ),
+    (
         "utf8-multibyte",
         "ränk3: Fehler ü CUDA error: device-side assert triggered\n".encode(),
         {"dsa": ["device-side assert triggered"]},

@@ -40,6 +40,11 @@ TOKENS = [
     b"\xff",
     "é".encode(),
     b"9",
+    # terminal codes: whole, unterminated, and an escape byte alone
+    b"\x1b[31m",
+    b"\x1b[0m",
+    b"\x1b[1;",
+    b"\x1b",
 ]
 
 corpus = st.lists(st.sampled_from(TOKENS), max_size=300).map(b"".join)

@@ -217,6 +217,9 @@ class Options:
     max_piece: int = 64 << 20
     overlap: int = 64 << 10
     release_every: int = 32 << 20
+    #: leave terminal colour and cursor codes out of the bytes scanned (a log
+    #: captured from a colour terminal); line numbers and offsets stay the file's
+    strip_ansi: bool = True
     #: rows kept per signature (uint64, one per signature), or None: max_rows_per_sig
     sig_caps: np.ndarray | None = None
 
@@ -242,6 +245,7 @@ class Options:
         o.max_piece = self.max_piece
         o.overlap = self.overlap
         o.release_every = self.release_every
+        o.strip_ansi = 1 if self.strip_ansi else 0
         o.cancel = cancel
         return o
 
