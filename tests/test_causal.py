@@ -899,3 +899,24 @@ def test_a_cause_explains_a_later_cause_its_entry_triggers(kb) -> None:
         "storage-torch-save-parent-dir-missing": 1.0,
         "storage-torch-load-truncated": 0.0,
     }
+
+
+def test_a_silent_rank_looping_on_one_message_is_named_where_the_loop_began(tmp_path) -> None:
+    import denpex_fast as dx
+
+    (tmp_path / "worker0.log").write_text(
+        "".join(
+            f"[2020-07-15 06:29:{15 + 5 * k},255] [INFO] [data.py:220:_gen] No tasks for now, "
+            "maybe more later\n"
+            for k in range(5)
+        )
+    )
+    (tmp_path / "worker1.log").write_text(
+        "ERROR:root:[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:84] Timed "
+        "out waiting 60000ms for recv operation to complete\n"
+        "ERROR:root:Application timeout caused pair closure\n"
+    )
+    d = dx.diagnose(str(tmp_path))
+    assert d.initiating is not None and d.initiating.rank == 0
+    assert (d.initiating.file.rsplit("/", 1)[-1], d.initiating.line) == ("worker0.log", 1)
+    assert any("its last 5 lines repeat one message" in r for r in d.reasons)

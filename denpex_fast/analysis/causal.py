@@ -737,7 +737,7 @@ def rank_events(
         # step too, so one step says nothing); the job stopped
         cands = []
     if not cands and reader is not None:
-        cands = _cut_tracebacks(live, table, reader, kb)
+        cands = _cut_tracebacks(live, table, reader, kb) or _hung_stacks(live, reader, kb)
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes
     if not cands:
@@ -793,6 +793,8 @@ def rank_events(
         # is not the failed one (None when nothing singles a rank out)
         first = replace(first, rank=top.rank)
     reasons = _evidence(top, first, virtual_why, X[order[0]], model)
+    if top.extra.get("stack_dump"):
+        reasons.insert(0, str(top.extra["stack_dump"]))
     if top.extra.get("cut_traceback"):
         reasons.insert(
             0,
@@ -1141,7 +1143,13 @@ def _evidence(
     if virtual and first is None:
         out.append(f"rank {top.rank} is the suspect: {virtual}; it printed no line of its own")
     elif virtual and first is not None:
-        out.append(f"rank {top.rank} is the suspect: {virtual}; its last line is {first.where()}")
+        n = int(first.fields.get("repeated", 1)) if first.fields else 1
+        last = (
+            f"its last {n} lines repeat one message, from {first.where()} on"
+            if n > 1
+            else f"its last line is {first.where()}"
+        )
+        out.append(f"rank {top.rank} is the suspect: {virtual}; {last}")
     elif first is not None:
         lo, hi = top.lines
         span = f" (incident of lines {lo}-{hi})" if hi > lo else ""
@@ -1376,6 +1384,28 @@ def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any
     return out
 
 
+def _hung_stacks(live: Sequence[Event], reader: Any, kb: Any) -> list[Incident]:
+    """Stack dumps of a hung job (py-spy, faulthandler) and no error line:
+    the innermost frame outside the standard library of the stack that
+    differs from its peers' (:mod:`denpex_fast.analysis.stacks`) is an
+    open-world candidate.  Only consulted when nothing else is one."""
+    from .stacks import odd_stack, read_stacks
+
+    files = sorted({e.file for e in live if "stack-dump" in marks(kb, e.signature)})
+    pick = odd_stack(read_stacks(reader, files, prefix_length)) if files else None
+    if pick is None:
+        return []
+    f = pick.frame
+    ev = _line_event(
+        f.file, f.line, f.text, _line_rank(f.text), STACK_DUMP, severity="error", phase="compute"
+    )
+    return [Incident([ev], ev, ev.rank, None, TIER_OPEN, None, {"stack_dump": pick.why()})]
+
+
+#: the knowledge-base entry of a dumped thread's stack (its header line)
+STACK_DUMP = "os-python-stack-dump"
+
+
 def _around(
     e: Event, table: pa.Table, reader: Any, before: int, after: int
 ) -> list[tuple[int, str]]:
@@ -1578,11 +1608,42 @@ def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | Non
             continue  # its last line matched: the matched rows already name it
         t = max((e.t for e in rows if e.t is not None), default=None)
         host = next((e.host for e in rows if e.host), None)
-        ev = _line_event(label, line, text, rank, host=host, t=t)
+        first, repeats = _repeat_start(reader, label, line, text)
+        ev = _line_event(label, first[0], first[1], rank, host=host, t=t)
+        if repeats > 1:
+            ev = replace(ev, fields={"repeated": str(repeats)})
         key = (t if t is not None else -math.inf, 1 if "err" in label.rsplit("/", 1)[-1] else 0)
         if best is None or key > best[0]:
             best = (key, ev)
     return best[1] if best else None
+
+
+#: bytes of a file's end read for the run of lines alike that ends it
+REPEAT_BYTES = 64 << 10
+
+
+def _repeat_start(reader: Any, label: str, line: int, text: str) -> tuple[tuple[int, str], int]:
+    """The first line of the run of lines alike (one template: numbers and
+    times masked) that ends at ``line``, and the run's length.  A rank that
+    loops on one message ("No tasks for now, maybe more later", a retry)
+    entered that state at the run's first line, not its last."""
+    tail = reader.tail(label, REPEAT_BYTES)
+    end = reader.last_line(label)
+    if tail is None or end is None:
+        return (line, text), 1
+    lines = tail[1].decode("utf-8", "replace").split("\n")
+    while lines and not lines[-1].strip(" \t\r"):
+        lines.pop()  # what last_line skips
+    if tail[0] > 0 and lines:
+        lines = lines[1:]  # the first piece may be a partial line
+    k = len(lines) - 1 - (end[0] - line)
+    if not 0 <= k < len(lines):
+        return (line, text), 1
+    want = template(lines[k].rstrip("\r"))
+    j = k
+    while j > 0 and lines[j - 1].strip() and template(lines[j - 1].rstrip("\r")) == want:
+        j -= 1
+    return (line - (k - j), lines[j].rstrip("\r")), k - j + 1
 
 
 def _last_marked(events: Sequence[Event], kb: Any, mark: str) -> Event | None:

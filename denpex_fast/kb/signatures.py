@@ -127,6 +127,9 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "it joins the next incident of the same rank in the same file",
         "traceback-start": "opens a Python traceback: a log that ends inside its frames, before "
         "the exception line (a cut paste, a process killed while printing), failed there",
+        "stack-dump": "opens one thread's stack in a dump taken of a live process (py-spy dump, "
+        "faulthandler): a job whose logs are such dumps was hung, and the process whose stack "
+        "differs from its peers' is where the hang starts",
         "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
         "connection refused): when the host it tried is a rank that printed nothing, "
         "that rank is the suspect",

@@ -1,0 +1,208 @@
+"""Stack dumps of a hung job: which process is somewhere else.
+
+When a distributed job stops making progress, the standard move is to dump
+the Python stacks of every rank (``py-spy dump --pid``, or faulthandler's
+``Thread 0x... (most recent call first):``).  Such a dump holds no error
+line, yet the job failed: almost every process waits inside a collective
+for the one process that is elsewhere (its DataLoader queue, a lock, work of
+its own).  This module reads the dumps the scan found (the knowledge base's
+``stack-dump`` mark), groups the stacks of all processes by their frames and
+names the odd one out::
+
+    >>> stacks = read_stacks(reader, files)
+    >>> pick = odd_stack(stacks)
+    >>> pick.frame.text
+    '    _try_get_data (torch/utils/data/dataloader.py:1011)'
+
+The frame named is the innermost one outside the Python standard library:
+``queue.get`` and ``threading.wait`` say only that the process waits, the
+frame that called them says for what.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: bytes of a file's end read for its stacks (dumps are small)
+STACK_BYTES = 1 << 20
+
+# the header of one thread's stack: py-spy ("Thread 1439102 (idle): ...") or
+# faulthandler ("Thread 0x00007f... (most recent call first):")
+_HEADER = re.compile(
+    r'Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active)[^)]{0,40}\): "'
+    r"|(?:Current thread|Thread) 0x[0-9A-Fa-f]+ \(most recent call first\):"
+)
+# one frame, innermost first in both formats
+_PYSPY_FRAME = re.compile(r"^\s+(?P<func>\S.*?) \((?P<file>[^()\s]+):(?P<line>\d+)\)\s*$")
+_FH_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+# a frame of torch.distributed's collectives (not the elastic launcher's wrapper)
+_COLLECTIVE = re.compile(r"distributed_c10d|/c10d/|deepspeed/comm/|torch/distributed/(?!elastic/)")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame line of a dump: where it is and what it says."""
+
+    file: str  # the input's label
+    line: int
+    text: str
+    func: str
+    source: str  # the source file the frame names
+
+
+@dataclass
+class Stack:
+    """One distinct stack and the processes (threads) that share it."""
+
+    frames: tuple[Frame, ...]  # the first occurrence's frames, innermost first
+    processes: int = 0
+
+    @property
+    def key(self) -> tuple[tuple[str, str], ...]:
+        return tuple((f.func, f.source) for f in self.frames)
+
+    @property
+    def in_collective(self) -> bool:
+        """Whether the stack waits inside a collective (for someone else)."""
+        return any(_COLLECTIVE.search(f.source) for f in self.frames)
+
+    @property
+    def frame(self) -> Frame:
+        """The innermost frame outside the standard library (else the innermost)."""
+        return next((f for f in self.frames if not _stdlib(f.source)), self.frames[0])
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The stack the diagnosis names and why."""
+
+    stack: Stack
+    processes: int  # processes dumped in all
+    distinct: int  # distinct stacks among them
+    odd: bool  # the stack differs from its peers' (else all wait alike)
+
+    @property
+    def frame(self) -> Frame:
+        return self.stack.frame
+
+    def why(self) -> str:
+        """One sentence for the report's reasons."""
+        n, k = self.processes, self.stack.processes
+        if self.odd:
+            where = "not waiting in a collective, " if not self.stack.in_collective else ""
+            return (
+                f"the logs are stack dumps of a hung job ({n} processes, {self.distinct} distinct "
+                f"stacks): this one ({k} of them) is {where}unlike its peers'; its innermost "
+                "frame outside the Python standard library is what it waits for"
+            )
+        if n == 1:
+            return (
+                "the logs are the stack dump of a hung process: its innermost frame outside the "
+                "Python standard library is where it waits"
+            )
+        return (
+            f"the logs are stack dumps of a hung job ({n} processes): they all wait in the same "
+            "place, so the one holding them up is not among them; this is where they wait"
+        )
+
+
+def _stdlib(source: str) -> bool:
+    """Whether a frame's source file is part of the Python standard library."""
+    p = source.replace("\\", "/")
+    if "-packages/" in p:
+        return False
+    m = re.search(r"/python3\.\d+/(.+)$", p)
+    rel = m.group(1) if m else p.lstrip("./")
+    top = rel.split("/", 1)[0].removesuffix(".py")
+    return top.startswith("<frozen") or top in sys.stdlib_module_names
+
+
+def parse_stacks(
+    label: str, lines: Iterable[tuple[int, str]], prefix_length: Callable[[str], int]
+) -> list[Stack]:
+    """The stacks of one dump, ``(line number, text)`` pairs in order.
+
+    Several headers followed by one stack (a dump grouped by hand, ``Thread
+    1 ... Thread 4`` then the frames they share) count as that many
+    processes; ``prefix_length(text)`` skips a launcher's or collector's
+    prefix before a line."""
+    out: list[Stack] = []
+    headers = 0
+    frames: list[Frame] = []
+
+    def close() -> None:
+        nonlocal headers, frames
+        if headers and frames:
+            out.append(Stack(tuple(frames), headers))
+            headers = 0
+        frames = []
+
+    for n, raw in lines:
+        text = raw.rstrip("\r")
+        body = text[prefix_length(text) :]
+        if _HEADER.search(body):
+            if frames:
+                close()
+            headers += 1
+            continue
+        m = _PYSPY_FRAME.match(body) or _FH_FRAME.match(body)
+        if m and headers:
+            frames.append(Frame(label, n, text, m["func"], m["file"]))
+        elif body.strip():
+            close()
+            headers = 0
+    close()
+    return out
+
+
+def odd_stack(stacks: Sequence[Stack]) -> Pick | None:
+    """The stack to name: the one shared by the fewest processes, preferring
+    one that does not wait in a collective (the others wait for it); with a
+    single distinct stack, the place every process waits."""
+    if not stacks:
+        return None
+    merged: dict[tuple[tuple[str, str], ...], Stack] = {}
+    for s in stacks:
+        if s.key in merged:
+            merged[s.key].processes += s.processes
+        else:
+            merged[s.key] = Stack(s.frames, s.processes)
+    groups = list(merged.values())  # first occurrence order
+    total = sum(g.processes for g in groups)
+    if len(groups) == 1:
+        return Pick(groups[0], total, 1, False)
+    fewest = min(g.processes for g in groups)
+    pick = min(
+        groups,
+        key=lambda g: (g.in_collective, g.processes != fewest, g.processes),
+    )
+    # odd only when it stands apart: fewer processes than the largest group,
+    # or the only stack outside a collective
+    outside = [g for g in groups if not g.in_collective]
+    odd = pick.processes < max(g.processes for g in groups) or len(outside) == 1
+    return Pick(pick, total, len(groups), odd)
+
+
+def read_stacks(
+    reader: Any, labels: Iterable[str], prefix_length: Callable[[str], int]
+) -> list[Stack]:
+    """The stacks in the last :data:`STACK_BYTES` of each input in ``labels``,
+    read back through the job's reader (never re-scanned)."""
+    out: list[Stack] = []
+    for label in labels:
+        tail = reader.tail(label, STACK_BYTES)
+        got = reader.last_line(label)
+        if tail is None or got is None:
+            continue
+        lines = tail[1].decode("utf-8", "replace").split("\n")
+        while lines and not lines[-1].strip(" \t\r"):
+            lines.pop()  # what last_line skips
+        if tail[0] > 0 and lines:
+            lines = lines[1:]  # the first piece may be a partial line
+        first = got[0] - len(lines) + 1
+        out += parse_stacks(label, ((first + i, x) for i, x in enumerate(lines)), prefix_length)
+    return out
