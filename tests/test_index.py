@@ -537,3 +537,8 @@ def test_manifests_come_from_one_snapshot_taken_of_what_is_committed(
     rows = previous_manifests(store)[job]
     assert "extra.log" in {r["path"] for r in rows}
     assert not (out / ".tmp").exists()
+    # that run's snapshot reused the rows of the jobs it did not touch: the
+    # same rows as reading every job's manifest again
+    refreshed = previous_manifests(store)
+    snap.unlink()
+    assert previous_manifests(store) == refreshed

@@ -48,7 +48,11 @@ ProgressHook = Callable[
 
 
 def previous_manifests(
-    store: IndexStore, *, refresh: bool = False
+    store: IndexStore,
+    *,
+    refresh: bool = False,
+    known: dict[str, list[dict[str, Any]]] | None = None,
+    changed: Iterable[str] = (),
 ) -> dict[str, list[dict[str, Any]]]:
     """Manifest rows of every completely committed job.
 
@@ -58,7 +62,10 @@ def previous_manifests(
     time), else from each job's file with the plain Parquet reader
     (``pyarrow.dataset`` alone would cost a third of the re-index to
     import), and the snapshot is taken again.  ``refresh``: take it even
-    when nothing was read (after a run committed jobs).
+    when nothing was read (after a run committed jobs); ``known``: the rows
+    read at the start of that run, reused for every job not in ``changed``
+    (so a run that indexed a few jobs of a large archive reads back only
+    their manifests).
     """
     import hashlib
 
@@ -75,8 +82,13 @@ def previous_manifests(
         for row in snap.to_pylist():
             out.setdefault(row["job"], []).append(blank | row)
         return out
+    changed = set(changed)
     for f, _ in stats:
         job = job_of_partition_file(f)
+        if known is not None and job not in changed and job in known:
+            if not out[job]:
+                out[job] = [blank | row | {"job": job} for row in known[job]]
+            continue
         with store.fs.open(f, "rb") as fh:
             rows = pq.ParquetFile(fh).read().to_pylist()
         out[job].extend(blank | row | {"job": job} for row in rows)
@@ -233,7 +245,7 @@ def _build(
                 summary.pruned.append(name)
     store.clean()
     if todo or summary.pruned:  # the next run reads one snapshot of what is committed now
-        previous_manifests(store, refresh=True)
+        previous_manifests(store, refresh=True, known=previous, changed=[j.name for j in todo])
     summary.reports.sort(key=lambda r: r.job)
     summary.seconds = time.perf_counter() - t0
     return summary
