@@ -920,3 +920,36 @@ def test_a_silent_rank_looping_on_one_message_is_named_where_the_loop_began(tmp_
     assert d.initiating is not None and d.initiating.rank == 0
     assert (d.initiating.file.rsplit("/", 1)[-1], d.initiating.line) == ("worker0.log", 1)
     assert any("its last 5 lines repeat one message" in r for r in d.reasons)
+
+
+def _main_first_job(tmp_path, rank0_line: str):
+    frames = (
+        "[rank{r}]: Traceback (most recent call last):\n"
+        '[rank{r}]:   File "run_clm.py", line 414, in main\n'
+        '[rank{r}]:     with training_args.main_process_first(desc="dataset map tokenization"):\n'
+        '[rank{r}]:   File "transformers/training_args.py", line 2191, in main_process_first\n'
+        "[rank{r}]:     dist.barrier()\n"
+        "[rank{r}]: RuntimeError: Socket Timeout\n"
+    )
+    (tmp_path / "rank0.log").write_text(rank0_line + "\n")
+    for r in (1, 2):
+        (tmp_path / f"rank{r}.log").write_text(frames.format(r=r))
+
+
+def test_ranks_failing_in_a_main_process_first_barrier_point_at_rank_0(tmp_path) -> None:
+    import denpex_fast as dx
+
+    _main_first_job(tmp_path, "Running tokenizer on dataset:  41%|####      | 410/1000")
+    d = dx.diagnose(str(tmp_path))
+    assert d.verdict in ("failure", "suspect")
+    got = d.initiating.rank if d.initiating is not None else d.suspect_rank
+    assert got == 0
+    assert any("a barrier that only the main process ends" in r for r in d.reasons)
+
+
+def test_rank_0s_own_error_inside_main_process_first_is_not_overruled(tmp_path) -> None:
+    import denpex_fast as dx
+
+    _main_first_job(tmp_path, "[rank0]: OSError: [Errno 28] No space left on device")
+    d = dx.diagnose(str(tmp_path))
+    assert not any("a barrier that only the main process ends" in r for r in d.reasons)

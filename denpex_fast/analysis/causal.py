@@ -497,6 +497,18 @@ def _watchdog_suspect(
                 f"{len(reach)} ranks cannot connect to the store; rank 0, which hosts it "
                 f"with env:// initialisation, printed no error: it never came up"
             ]
+        # ranks that failed inside a barrier only the main process ends
+        # (main_process_first, zero_first) waited for rank 0: when it printed
+        # no error of its own, it was still doing that work
+        main_first = [e for e in events if "main-first" in marks(kb, e.signature)]
+        if main_first and all(e.rank != 0 for e in main_first):
+            failed = [e for e in events if e.role in ("cause", "symptom") or failed_exit(e)]
+            if failed and not any(e.rank == 0 for e in failed):
+                return 0, [
+                    "ranks failed while waiting in a barrier that only the main process ends "
+                    f"({main_first[0].where()}); rank 0 printed no error: it was still doing "
+                    "the work they waited for"
+                ]
         if not by_sig:
             return None, []
         sig, waiting = max(by_sig.items(), key=lambda kv: len(kv[1]))

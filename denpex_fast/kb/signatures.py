@@ -130,6 +130,9 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "stack-dump": "opens one thread's stack in a dump taken of a live process (py-spy dump, "
         "faulthandler): a job whose logs are such dumps was hung, and the process whose stack "
         "differs from its peers' is where the hang starts",
+        "main-first": "a frame of a barrier only the main process (rank 0) ends (main_process_first, "
+        "zero_first): when ranks fail waiting in it and rank 0 printed no error, rank 0 is the "
+        "suspect",
         "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
         "connection refused): when the host it tried is a rank that printed nothing, "
         "that rank is the suspect",
