@@ -114,6 +114,12 @@ RANK_CASES = [
     ("2024-05-01T12:00:00.123456789Z stderr F [rank2]: RuntimeError: boom", 2),
     ("2024-05-01T12:00:00.123456789Z stdout P 3: RuntimeError: boom", 3),
     ("loss | 0.5 at step 3", None),
+    # JAX's coordination service names the process by its task index
+    (
+        "2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/"
+        "coordination_service.cc:1170] /job:jax_worker/replica:0/task:3 has been set to ERROR",
+        3,
+    ),
 ]
 
 

@@ -189,8 +189,10 @@ _RANK_TAG = (
     # (the local rank the script was given)
     r"|^-- Process (?P<sp>" + _N + r") terminated with the following error:"
     r"|\bprocess (?P<sx>" + _N + r") terminated with (?:signal|exit code) "
+    # JAX's coordination service names a process by its task index (its process id)
+    r"|/job:jax_worker/replica:\d+/task:(?P<jt>" + _N + r")\b"
 )
-_RANK_TAG_GROUPS = ["p", "r", "g", "t", "s", "m", "o", "l", "dl", "ua", "ns", "sp", "sx"]
+_RANK_TAG_GROUPS = ["p", "r", "g", "t", "s", "m", "o", "l", "dl", "ua", "ns", "sp", "sx", "jt"]
 # The wordings a training script's own logger uses for its rank, in any case:
 # "[rank 2]", "[RANK: 2]", "rank=2", "Rank 1 will connect", "rank 3 of 8",
 # "trainer.rank2".  Weaker than every form above (tried after them); a rank
