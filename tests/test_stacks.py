@@ -89,3 +89,19 @@ def test_a_hung_job_dumped_with_py_spy_is_never_healthy(tmp_path: Path, odd_rank
     assert Path(d.initiating.file).name == f"pyspy-rank{odd_rank}.txt"
     assert d.initiating.text.strip() == "_try_get_data (torch/utils/data/dataloader.py:1011)"
     assert d.reasons[0].startswith("the logs are stack dumps of a hung job (4 processes")
+
+
+def test_a_processs_background_threads_are_not_compared() -> None:
+    # one process dumped with all its threads: the main thread is where it
+    # hangs, a tqdm monitor or a compile worker waits in every healthy run too
+    lines = [
+        'Thread 0x7F81445A8440 (active): "MainThread"',
+        "    destroy_process_group (torch/distributed/distributed_c10d.py:2184)",
+        "    <module> (train.py:554)",
+        'Thread 0x7F7D9CFF9640 (idle): "Thread-2"',
+        "    wait (threading.py:324)",
+        "    run (tqdm/_monitor.py:60)",
+    ]
+    pick = odd_stack(parse_stacks("dump.txt", _lines(lines), lambda t: 0))
+    assert pick is not None and pick.processes == 1
+    assert (pick.frame.line, pick.frame.func) == (2, "destroy_process_group")

@@ -60,6 +60,7 @@ class Stack:
 
     frames: tuple[Frame, ...]  # the first occurrence's frames, innermost first
     processes: int = 0
+    main: bool = False  # a process's main thread (py-spy names it "MainThread")
 
     @property
     def key(self) -> tuple[tuple[str, str], ...]:
@@ -132,13 +133,15 @@ def parse_stacks(
     prefix before a line."""
     out: list[Stack] = []
     headers = 0
+    main = False
     frames: list[Frame] = []
 
     def close() -> None:
-        nonlocal headers, frames
+        nonlocal headers, frames, main
         if headers and frames:
-            out.append(Stack(tuple(frames), headers))
+            out.append(Stack(tuple(frames), headers, main))
             headers = 0
+            main = False
         frames = []
 
     for n, raw in lines:
@@ -148,6 +151,7 @@ def parse_stacks(
             if frames:
                 close()
             headers += 1
+            main = main or '"MainThread"' in body
             continue
         m = _PYSPY_FRAME.match(body) or _FH_FRAME.match(body)
         if m and headers:
@@ -165,12 +169,17 @@ def odd_stack(stacks: Sequence[Stack]) -> Pick | None:
     single distinct stack, the place every process waits."""
     if not stacks:
         return None
+    # a dump lists every thread of a process: when the main threads are
+    # named, they are the processes compared (a tqdm monitor, a compile
+    # worker or a watchdog thread waits the same way in every healthy run)
+    if any(s.main for s in stacks):
+        stacks = [s for s in stacks if s.main]
     merged: dict[tuple[tuple[str, str], ...], Stack] = {}
     for s in stacks:
         if s.key in merged:
             merged[s.key].processes += s.processes
         else:
-            merged[s.key] = Stack(s.frames, s.processes)
+            merged[s.key] = Stack(s.frames, s.processes, s.main)
     groups = list(merged.values())  # first occurrence order
     total = sum(g.processes for g in groups)
     if len(groups) == 1:

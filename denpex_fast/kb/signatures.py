@@ -160,6 +160,7 @@ FAMILY_PREFIXES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "numerics": ("num-",),
     "python_os": ("os-",),
     "generic": ("any-",),
+    "horovod": ("horovod-",),
 })  # fmt: skip
 
 _ID_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
