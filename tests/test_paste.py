@@ -45,7 +45,9 @@ def test_a_paste_is_read_without_its_dressing(tmp_path: Path, dressed: list[str]
     log = tmp_path / "paste.txt"
     log.write_bytes(_text(dressed))
     d = dx.diagnose(str(log))
-    assert d.verdict == "failure" and d.initiating is not None
+    # named, whichever way the confidence puts it (a short excerpt is a suspect
+    # below the 95%-precision confidence)
+    assert d.verdict in ("failure", "suspect") and d.initiating is not None
     assert (d.initiating.file, d.initiating.line) == (str(log), 6)
     assert d.initiating.text == "NotImplementedError"
 
