@@ -10,7 +10,10 @@ counts how many are still right::
 
     python benchmarks/paste_robustness.py [DRESSING ...]   # about 10 s each
 
-It prints one line per dressing and the cases each one loses.
+It prints one line per dressing and the cases each one loses.  With
+``--as-production`` no input is taken for a paste: the dressing reaches the
+scanner and the attribution as a production log would (terminal colour
+codes, a collector's prefixes).
 """
 
 from __future__ import annotations
@@ -101,7 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dressings", nargs="*", help=f"some of {', '.join(DRESSINGS)} (default: all)")
     ap.add_argument("--corpus", nargs="*", default=["tests/corpus/public"])
+    ap.add_argument(
+        "--as-production",
+        action="store_true",
+        help="read every dressed case as a production log (no paste cleaning): what the "
+        "scanner and the attribution handle on their own (colour codes, collector prefixes)",
+    )
     args = ap.parse_args(argv)
+    if args.as_production:
+        import denpex_fast.io.paste as paste
+
+        paste.MAX_BYTES = 0  # nothing is small enough to be taken for a paste
     unknown = set(args.dressings) - set(DRESSINGS)
     if unknown:
         ap.error(f"unknown dressing(s): {', '.join(sorted(unknown))}")
