@@ -105,3 +105,11 @@ def test_a_processs_background_threads_are_not_compared() -> None:
     pick = odd_stack(parse_stacks("dump.txt", _lines(lines), lambda t: 0))
     assert pick is not None and pick.processes == 1
     assert (pick.frame.line, pick.frame.func) == (2, "destroy_process_group")
+
+
+def test_a_dump_captured_with_colour_codes_is_read_without_them() -> None:
+    lines = ['\x1b[1mThread 7 (idle):\x1b[0m "MainThread"'] + [
+        "\x1b[33m" + x + "\x1b[0m" if "dataloader" in x else x for x in LOADER
+    ]
+    (s,) = parse_stacks("dump.txt", _lines(lines), lambda t: 0)
+    assert s.main and s.frame.func == "_try_get_data" and s.frame.line == 4

@@ -39,6 +39,8 @@ _HEADER = re.compile(
 # one frame, innermost first in both formats
 _PYSPY_FRAME = re.compile(r"^\s+(?P<func>\S.*?) \((?P<file>[^()\s]+):(?P<line>\d+)\)\s*$")
 _FH_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+# terminal codes, left out as the scanner leaves them out of what it scans
+_CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # a frame of torch.distributed's collectives (not the elastic launcher's wrapper)
 _COLLECTIVE = re.compile(r"distributed_c10d|/c10d/|deepspeed/comm/|torch/distributed/(?!elastic/)")
 
@@ -145,7 +147,7 @@ def parse_stacks(
         frames = []
 
     for n, raw in lines:
-        text = raw.rstrip("\r")
+        text = _CSI.sub("", raw.rstrip("\r"))
         body = text[prefix_length(text) :]
         if _HEADER.search(body):
             if frames:
