@@ -54,7 +54,8 @@ typedef struct {
     uint32_t file_index;       /* value written to the `file` column */
     uint32_t strip_ansi;       /* non-zero: terminal colour/cursor codes (ESC [ ... letter) are
                                   left out of the bytes scanned and of `text`; line numbers and
-                                  `offset` stay the file's, match_end - offset indexes `text` */
+                                  `offset` stay the file's, match_end - offset indexes `text`.
+                                  A line longer than max_piece keeps them after its first piece */
     uint64_t block_size;       /* scan granularity; blocks end at a newline */
     uint64_t max_piece;        /* lines longer than this are scanned in overlapping pieces */
     uint64_t overlap;          /* bytes re-scanned between pieces of one long line */
