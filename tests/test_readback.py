@@ -102,3 +102,17 @@ def test_last_line_with_words_skips_a_banner_rule(tmp_path):
         3,
         "No pre-built kernel is found, build and load the cpu_adam kernel now",
     )
+
+
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
+def test_tail_lines_are_whole_lines_ending_where_last_line_does(tmp_path, compress):
+    body = "".join(f"line {k}\n" for k in range(1, 101)) + "\n  \n"
+    log = tmp_path / ("app.log.gz" if compress else "app.log")
+    log.write_bytes(gzip.compress(body.encode()) if compress else body.encode())
+    jb = JobBytes()
+    lines = jb.tail_lines(str(log), 30)  # starts at the newline of "line 97"
+    assert lines == ["line 98", "line 99", "line 100"]
+    # a tail that starts inside a line ("ine 99") leaves that piece out
+    assert jb.tail_lines(str(log), 20) == ["line 100"]
+    assert jb.last_line(str(log)) == (100, "line 100")
+    assert jb.tail_lines(str(tmp_path / "missing.log"), 20) == []

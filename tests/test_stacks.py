@@ -41,7 +41,7 @@ def _lines(lines: list[str]) -> list[tuple[int, str]]:
 def test_the_stack_unlike_its_peers_is_named_at_its_first_frame_outside_the_stdlib() -> None:
     stacks = []
     for rank, frames in enumerate([COLLECTIVE, LOADER, COLLECTIVE, COLLECTIVE]):
-        stacks += parse_stacks(f"rank{rank}.txt", _lines(_pyspy(100 + rank, frames)), lambda t: 0)
+        stacks += parse_stacks(f"rank{rank}.txt", _lines(_pyspy(100 + rank, frames)))
     pick = odd_stack(stacks)
     assert pick is not None and pick.odd
     assert (pick.processes, pick.distinct, pick.stack.processes) == (4, 2, 1)
@@ -52,7 +52,7 @@ def test_the_stack_unlike_its_peers_is_named_at_its_first_frame_outside_the_stdl
 def test_headers_that_share_one_stack_count_as_that_many_processes() -> None:
     lines = ['Thread 1 (active): "MainThread"', 'Thread 2 (active): "MainThread"'] + COLLECTIVE
     lines += ['Thread 3 (idle): "MainThread"'] + LOADER
-    (a, b) = parse_stacks("node0.txt", _lines(lines), lambda t: 0)
+    (a, b) = parse_stacks("node0.txt", _lines(lines))
     assert (a.processes, b.processes) == (2, 1)
     assert odd_stack([a, b]).frame.line == 10  # type: ignore[union-attr]
 
@@ -64,16 +64,15 @@ def test_faulthandler_dumps_and_launcher_prefixes() -> None:
         '[rank0]:   File "/opt/venv/lib/python3.10/site-packages/mylib/io.py", line 41 in fetch',
         '[rank0]:   File "train.py", line 9 in <module>',
     ]
-    from denpex_fast.facts.attribution import prefix_length
 
-    (s,) = parse_stacks("console.log", _lines(lines), prefix_length)
+    (s,) = parse_stacks("console.log", _lines(lines))
     assert s.frame.func == "fetch" and s.frame.line == 3
 
 
 def test_every_process_waiting_alike_is_said_so() -> None:
     stacks = []
     for rank in range(3):
-        stacks += parse_stacks(f"r{rank}", _lines(_pyspy(rank, COLLECTIVE)), lambda t: 0)
+        stacks += parse_stacks(f"r{rank}", _lines(_pyspy(rank, COLLECTIVE)))
     pick = odd_stack(stacks)
     assert pick is not None and not pick.odd
     assert "they all wait in the same place" in pick.why()
@@ -102,7 +101,7 @@ def test_a_processs_background_threads_are_not_compared() -> None:
         "    wait (threading.py:324)",
         "    run (tqdm/_monitor.py:60)",
     ]
-    pick = odd_stack(parse_stacks("dump.txt", _lines(lines), lambda t: 0))
+    pick = odd_stack(parse_stacks("dump.txt", _lines(lines)))
     assert pick is not None and pick.processes == 1
     assert (pick.frame.line, pick.frame.func) == (2, "destroy_process_group")
 
@@ -111,5 +110,5 @@ def test_a_dump_captured_with_colour_codes_is_read_without_them() -> None:
     lines = ['\x1b[1mThread 7 (idle):\x1b[0m "MainThread"'] + [
         "\x1b[33m" + x + "\x1b[0m" if "dataloader" in x else x for x in LOADER
     ]
-    (s,) = parse_stacks("dump.txt", _lines(lines), lambda t: 0)
+    (s,) = parse_stacks("dump.txt", _lines(lines))
     assert s.main and s.frame.func == "_try_get_data" and s.frame.line == 4

@@ -1320,13 +1320,18 @@ _PREFIX_ONLY = re.compile(r"^(?:\S*?[:\]>|]\s?)?\s*$")
 _FRAME_BODY = re.compile(r'(?:\s*$|\s{2,}\S|\s*File "[^"]*", line \d+, in )')
 
 
+def _body(text: str) -> str:
+    """A line without the prefixes launchers and collectors put before it."""
+    return text[prefix_length(text) :]
+
+
 def _frame_line(text: str) -> bool:
     """A traceback frame line, behind any launcher or collector prefixes."""
     return bool(_FRAME_LINE.search(text) or _FRAME_BODY.match(text, prefix_length(text)))
 
 
 def _prefix_only(text: str) -> bool:
-    return bool(_PREFIX_ONLY.search(text)) or not text[prefix_length(text) :].strip()
+    return bool(_PREFIX_ONLY.search(text)) or not _body(text).strip()
 
 
 #: bytes of a file's end read to see whether it stops inside a traceback
@@ -1350,14 +1355,7 @@ def _cut_tracebacks(live: Sequence[Event], table: pa.Table, reader: Any, kb: Any
                 headers[e.file] = e
     out = []
     for label in reader.labels():
-        tail = reader.tail(label, CUT_TRACEBACK_BYTES)
-        if tail is None:
-            continue
-        lines = tail[1].decode("utf-8", "replace").split("\n")
-        while lines and not lines[-1].strip(" \t\r"):
-            lines.pop()  # what reader.last_line skips
-        if tail[0] > 0 and lines:
-            lines = lines[1:]  # the first piece may be a partial line
+        lines = reader.tail_lines(label, CUT_TRACEBACK_BYTES)
         run = 0  # frame lines at the end of the file
         while run < len(lines) and _frame_line(lines[-1 - run].rstrip("\r")):
             run += 1
@@ -1404,7 +1402,7 @@ def _hung_stacks(live: Sequence[Event], reader: Any, kb: Any) -> list[Incident]:
     from .stacks import odd_stack, read_stacks
 
     files = sorted({e.file for e in live if "stack-dump" in marks(kb, e.signature)})
-    pick = odd_stack(read_stacks(reader, files, prefix_length)) if files else None
+    pick = odd_stack(read_stacks(reader, files)) if files else None
     if pick is None:
         return []
     f = pick.frame
@@ -1432,11 +1430,6 @@ def _around(
 CONTINUATION_LINES = 4
 _CONTINUATION = re.compile(r"^(?:\s+\S|\()")
 _INDENTED = re.compile(r"^\s+\S")
-
-
-def _body(text: str) -> str:
-    """A line without the prefixes launchers and collectors put before it."""
-    return text[prefix_length(text) :]
 
 
 def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
@@ -1535,7 +1528,7 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
             continue
         before = e.text[: m.start()]
         # a collector's prefix alone ("trainer-1  | [rank4]:...") is no output
-        printed = before[prefix_length(before) :]
+        printed = _body(before)
         if len(printed) >= 8 and any(ch.isalpha() for ch in printed):
             if _line_rank(before) in (None, rank):
                 return [_line_event(e.file, e.line, before, rank, BUSY_LINE)]
@@ -1639,15 +1632,10 @@ def _repeat_start(reader: Any, label: str, line: int, text: str) -> tuple[tuple[
     times masked) that ends at ``line``, and the run's length.  A rank that
     loops on one message ("No tasks for now, maybe more later", a retry)
     entered that state at the run's first line, not its last."""
-    tail = reader.tail(label, REPEAT_BYTES)
+    lines = reader.tail_lines(label, REPEAT_BYTES)
     end = reader.last_line(label)
-    if tail is None or end is None:
+    if end is None:
         return (line, text), 1
-    lines = tail[1].decode("utf-8", "replace").split("\n")
-    while lines and not lines[-1].strip(" \t\r"):
-        lines.pop()  # what last_line skips
-    if tail[0] > 0 and lines:
-        lines = lines[1:]  # the first piece may be a partial line
     k = len(lines) - 1 - (end[0] - line)
     if not 0 <= k < len(lines):
         return (line, text), 1

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ..facts.attribution import prefix_length
 
 #: bytes of a file's end read for its stacks (dumps are small)
 STACK_BYTES = 1 << 20
@@ -124,15 +126,12 @@ def _stdlib(source: str) -> bool:
     return top.startswith("<frozen") or top in sys.stdlib_module_names
 
 
-def parse_stacks(
-    label: str, lines: Iterable[tuple[int, str]], prefix_length: Callable[[str], int]
-) -> list[Stack]:
+def parse_stacks(label: str, lines: Iterable[tuple[int, str]]) -> list[Stack]:
     """The stacks of one dump, ``(line number, text)`` pairs in order.
 
     Several headers followed by one stack (a dump grouped by hand, ``Thread
     1 ... Thread 4`` then the frames they share) count as that many
-    processes; ``prefix_length(text)`` skips a launcher's or collector's
-    prefix before a line."""
+    processes; a launcher's or collector's prefix before a line is skipped."""
     out: list[Stack] = []
     headers = 0
     main = False
@@ -186,10 +185,9 @@ def odd_stack(stacks: Sequence[Stack]) -> Pick | None:
     total = sum(g.processes for g in groups)
     if len(groups) == 1:
         return Pick(groups[0], total, 1, False)
-    fewest = min(g.processes for g in groups)
     pick = min(
         groups,
-        key=lambda g: (g.in_collective, g.processes != fewest, g.processes),
+        key=lambda g: (g.in_collective, g.processes),
     )
     # odd only when it stands apart: fewer processes than the largest group,
     # or the only stack outside a collective
@@ -198,22 +196,15 @@ def odd_stack(stacks: Sequence[Stack]) -> Pick | None:
     return Pick(pick, total, len(groups), odd)
 
 
-def read_stacks(
-    reader: Any, labels: Iterable[str], prefix_length: Callable[[str], int]
-) -> list[Stack]:
+def read_stacks(reader: Any, labels: Iterable[str]) -> list[Stack]:
     """The stacks in the last :data:`STACK_BYTES` of each input in ``labels``,
     read back through the job's reader (never re-scanned)."""
     out: list[Stack] = []
     for label in labels:
-        tail = reader.tail(label, STACK_BYTES)
+        lines = reader.tail_lines(label, STACK_BYTES)
         got = reader.last_line(label)
-        if tail is None or got is None:
+        if not lines or got is None:
             continue
-        lines = tail[1].decode("utf-8", "replace").split("\n")
-        while lines and not lines[-1].strip(" \t\r"):
-            lines.pop()  # what last_line skips
-        if tail[0] > 0 and lines:
-            lines = lines[1:]  # the first piece may be a partial line
         first = got[0] - len(lines) + 1
-        out += parse_stacks(label, ((first + i, x) for i, x in enumerate(lines)), prefix_length)
+        out += parse_stacks(label, ((first + i, x) for i, x in enumerate(lines)))
     return out

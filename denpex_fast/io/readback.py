@@ -242,6 +242,21 @@ class JobBytes:
                 start += cut
         return start, bytes(keep)
 
+    def tail_lines(self, label: str, nbytes: int) -> list[str]:
+        """The whole lines within the last ``nbytes`` of the input, decoded
+        (invalid UTF-8 replaced), without the blank lines that end it: its
+        last element is the line :meth:`last_line` numbers.  Empty when the
+        input cannot be read."""
+        got = self.tail(label, nbytes)
+        if got is None:
+            return []
+        lines = got[1].decode("utf-8", "replace").split("\n")
+        while lines and not lines[-1].strip(" \t\r"):
+            lines.pop()  # what last_line skips
+        if got[0] > 0 and lines:
+            lines = lines[1:]  # the first piece may be a partial line
+        return lines
+
     def last_line(
         self, label: str, words: bool = False, prefix: Callable[[str], int] | None = None
     ) -> tuple[int, str] | None:
