@@ -901,16 +901,18 @@ def test_a_cause_explains_a_later_cause_its_entry_triggers(kb) -> None:
     }
 
 
-def test_a_silent_rank_looping_on_one_message_is_named_where_the_loop_began(tmp_path) -> None:
+@pytest.mark.parametrize("wrap", [None, 80], ids=["as-printed", "hard-wrapped-paste"])
+def test_a_silent_rank_looping_on_one_message_is_named_where_the_loop_began(tmp_path, wrap) -> None:
     import denpex_fast as dx
 
-    (tmp_path / "worker0.log").write_text(
-        "".join(
-            f"[2020-07-15 06:29:{15 + 5 * k},255] [INFO] [data.py:220:_gen] No tasks for now, "
-            "maybe more later\n"
-            for k in range(5)
-        )
-    )
+    lines = [
+        f"[2020-07-15 06:29:{15 + 5 * k},255] [INFO] [task_data_service.py:220:_gen] No tasks "
+        "for now, maybe more later"
+        for k in range(5)
+    ]
+    if wrap:  # a terminal's hard wraps: the paste cleaner joins them back
+        lines = [piece for ln in lines for piece in (ln[:wrap], ln[wrap:])]
+    (tmp_path / "worker0.log").write_text("\n".join(lines) + "\n")
     (tmp_path / "worker1.log").write_text(
         "ERROR:root:[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:84] Timed "
         "out waiting 60000ms for recv operation to complete\n"

@@ -1640,10 +1640,16 @@ def _repeat_start(reader: Any, label: str, line: int, text: str) -> tuple[tuple[
     if not 0 <= k < len(lines):
         return (line, text), 1
     want = template(lines[k].rstrip("\r"))
-    j = k
-    while j > 0 and lines[j - 1].strip() and template(lines[j - 1].rstrip("\r")) == want:
-        j -= 1
-    return (line - (k - j), lines[j].rstrip("\r")), k - j + 1
+    j, i, alike = k, k - 1, 1
+    # blank lines between them do not end the run (a paste's joined wraps
+    # leave the lines they absorbed empty)
+    while i >= 0:
+        if lines[i].strip():
+            if template(lines[i].rstrip("\r")) != want:
+                break
+            j, alike = i, alike + 1
+        i -= 1
+    return (line - (k - j), lines[j].rstrip("\r")), alike
 
 
 def _last_marked(events: Sequence[Event], kb: Any, mark: str) -> Event | None:
