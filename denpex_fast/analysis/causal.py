@@ -185,13 +185,16 @@ class Ranking:
         return self.incidents[self.top] if self.top is not None else None
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
 def field_number(fields: dict[str, str], names: Sequence[str]) -> float | None:
     """The first number in the first of ``names`` an event's fields hold."""
     for n in names:
         v = fields.get(n)
         if v is None:
             continue
-        m = re.search(r"-?\d+(?:\.\d+)?", v)
+        m = _NUMBER.search(v)
         if m:
             return float(m.group())
     return None
