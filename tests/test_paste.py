@@ -123,6 +123,24 @@ def test_a_terminals_hard_wraps_are_joined_and_line_numbers_kept(tmp_path: Path)
     assert d.initiating.text == oom
 
 
+def test_two_lines_cut_inside_a_word_are_a_wrap_two_cut_between_words_are_not() -> None:
+    first = (
+        "Failed to create NCCL communicator: INTERNAL: ncclCommInitRankConfig(...) failed: "
+        "invalid usage"
+    )
+    second = "invalid usage ... Last NCCL warning(error): 'Bootstrap : no socket interface found'"
+    width = 80
+    lines = [first[:width], first[width:], second[:width], second[width:]]
+    assert len(first[:width]) == len(second[:width]) == width
+    got = clean(_text(lines))
+    assert got is not None
+    assert got.decode().split("\n")[:-1] == [first, "", second, ""]
+    # the same two lengths, but each line ends a word and the next starts one
+    prose = [first[: width - 1] + " ", "next words", second[: width - 1] + " ", "more words"]
+    assert len(prose[0]) == len(prose[2]) == width
+    assert clean(_text(prose)) is None
+
+
 def test_lines_of_one_template_are_not_taken_for_a_terminals_wraps() -> None:
     # seven ranks' lines of one template share a length: each is its own record
     lines = [

@@ -12,8 +12,9 @@ lines, so such a paste is read through a cleaned copy with the same line numbers
 * a ``>`` quote that opens every non-blank line removed;
 * indentation of at least four columns (or a tab) that every non-blank line
   shares removed, as :func:`textwrap.dedent` would;
-* a terminal's hard wraps joined back (several lines exactly as long as the
-  longest one: each continues on the next), the joined line in the first
+* a terminal's hard wraps joined back (three or more lines exactly as long
+  as the longest one, or two cut inside a word: each continues on the next),
+  the joined line in the first
   line's place and the lines it absorbed left empty.
 
 Only small inputs are looked at (at most :data:`MAX_FILES` plain files of
@@ -102,7 +103,8 @@ def clean(data: bytes) -> bytes | None:
 
 
 #: a paste is taken as hard-wrapped when at least this many lines have the
-#: length of its longest line, and that length is at least ``WRAP_MIN``
+#: length of its longest line, and that length is at least ``WRAP_MIN`` (two
+#: such lines suffice when both are cut inside a word)
 WRAP_LINES = 3
 WRAP_MIN = 60
 
@@ -116,7 +118,15 @@ def _unwrap(data: bytes) -> bytes:
     lines = data.split(b"\n")
     widths = [len(ln.rstrip(b"\r").decode("utf-8", "replace")) for ln in lines]
     width = max(widths, default=0)
-    if width < WRAP_MIN or widths.count(width) < WRAP_LINES:
+    if width < WRAP_MIN or widths.count(width) < 2:
+        return data
+    if widths.count(width) < WRAP_LINES and not all(
+        _cut_mid_token(lines[k], lines[k + 1] if k + 1 < len(lines) else b"")
+        for k, w in enumerate(widths)
+        if w == width
+    ):
+        # two lines of the longest length are a wrap only when each is cut
+        # inside a token: no blank on either side of the cut
         return data
     out = list(lines)
     k = 0
@@ -138,6 +148,11 @@ def _unwrap(data: bytes) -> bytes:
             out[j] = b""
         k = j + 1
     return b"\n".join(out)
+
+
+def _cut_mid_token(head: bytes, nxt: bytes) -> bool:
+    nxt = nxt.rstrip(b"\r")
+    return bool(head.rstrip(b"\r")[-1:].strip()) and bool(nxt[:1].strip()) and nxt[:2] != head[:2]
 
 
 def spool_pastes(paths: Iterable[Any]) -> Spool | None:
