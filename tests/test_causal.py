@@ -955,3 +955,67 @@ def test_rank_0s_own_error_inside_main_process_first_is_not_overruled(tmp_path) 
     _main_first_job(tmp_path, "[rank0]: OSError: [Errno 28] No space left on device")
     d = dx.diagnose(str(tmp_path))
     assert not any("a barrier that only the main process ends" in r for r in d.reasons)
+
+
+_WATCHDOG_R1 = (
+    "[rank1]:[E501 10:30:01.000000 1 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=1800000) ran for 1800078 milliseconds before timing out."
+)
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "2024-05-01 10:00:05,000 WARNING Loss is NaN at step 101, stopping training",
+        "2024-05-01 10:00:05,000 INFO evaluating on 50000 samples",
+    ],
+    ids=["nan-stop", "still-busy"],
+)
+def test_the_rank_waited_for_is_named_in_its_own_file_not_in_a_waiting_ranks(
+    tmp_path, last: str
+) -> None:
+    # two files named for no rank: the waiting rank's says so ([rank1]:), so
+    # its unprefixed lines are rank 1's own; rank 0's work is in the other file
+    import denpex_fast as dx
+
+    step = "2024-05-01 10:00:00,000 INFO step 100 loss 2.31"
+    (tmp_path / "a.log").write_text(f"{step}\n{last}\n")
+    (tmp_path / "b.log").write_text(f"{step}\n{_WATCHDOG_R1}\n")
+    d = dx.diagnose(str(tmp_path))
+    i = d.initiating
+    assert i is not None and (i.file.rsplit("/", 1)[-1], i.line, i.rank) == ("a.log", 2, 0)
+    if "NaN" in last:  # a progress line that reports the anomaly is named by it
+        assert i.signature == "any-nonfinite-loss"
+
+
+@pytest.mark.parametrize(
+    "exc",
+    ["my_lib.errors.ShardCorrupted: shard 17 checksum mismatch", "StopIteration", "SystemExit: 2"],
+)
+def test_a_traceback_is_named_by_its_exception_line_whatever_the_class_is_called(
+    tmp_path, exc: str
+) -> None:
+    import denpex_fast as dx
+
+    lines = [f"[default{r}]:2024-05-01 10:00:0{r},000 INFO rank={r} step 100" for r in range(4)]
+    lines += [
+        "[default2]:Traceback (most recent call last):",
+        '[default2]:  File "train.py", line 88, in <module>',
+        "[default2]:    main()",
+        "[default1]:2024-05-01 10:00:09,000 INFO rank=1 waiting",  # another rank interleaves
+        '[default2]:  File "train.py", line 60, in main',
+        "[default2]:    batch = next(it)",
+        f"[default2]:{exc}",
+    ]
+    lines += [
+        f"[default{r}]:[rank{r}]:[E501 10:30:0{r}.000000 1 ProcessGroupNCCL.cpp:632] [Rank {r}] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
+        "NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800078 milliseconds before timing out."
+        for r in (0, 1, 3)
+    ]
+    (tmp_path / "console.log").write_text("\n".join(lines) + "\n")
+    d = dx.diagnose(str(tmp_path))
+    i = d.initiating
+    assert i is not None and (i.line, i.rank) == (11, 2)
+    assert i.text.endswith(exc)

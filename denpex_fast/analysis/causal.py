@@ -706,6 +706,7 @@ def rank_events(
     if reader is not None:
         _ranks_from_continuations(cands, table, reader)
         _record_starts(cands, table, reader)
+        _exception_lines(cands, table, reader, kb)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
@@ -733,6 +734,15 @@ def rank_events(
         for v in virtual:
             if v.head is None and v.rank is not None and v.extra.get("silent_suspect"):
                 busy = _busy_lines(v.rank, live, table, reader)
+                # a busy line a pattern knows as a cause is named by that pattern
+                # (never by a peer's timeout printed onto the same line)
+                known = {(e.file, e.line): e for e in live if e.role == "cause"}
+                busy = [
+                    replace(known[(b.file, b.line)], rank=v.rank)
+                    if (b.file, b.line) in known
+                    else b
+                    for b in busy
+                ]
                 if busy:
                     v.members, v.head = busy, busy[0]
                     v.extra["busy"] = 1.0
@@ -741,6 +751,8 @@ def rank_events(
                         f"work of its own ({busy[0].where()}) when they began to wait: work "
                         "that outlasts the timeout they waited with"
                     )
+    if reader is not None:
+        _exception_lines(virtual, table, reader, kb)
     cands += virtual
     completed = _completed(events, kb)
     only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
@@ -1459,6 +1471,46 @@ def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader
                 break
 
 
+#: lines read after a traceback's header for its exception line
+TRACEBACK_LINES = 80
+UNCAUGHT = "os-python-uncaught-exception"
+_EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s.*)?$")
+_NOT_EXCEPTION = ("Traceback", "During handling", "The above exception")
+
+
+def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb: Any) -> None:
+    """A traceback's exception line that no entry matched, read back after
+    its frames.  Exception classes need not end in ``Error`` or
+    ``Exception`` (``StopIteration``, ``SystemExit: 2``, a library's own
+    ``ShardCorrupted: ...``): the first line after the frames, of the same
+    rank, shaped ``name[: message]``, is the exception, and names the
+    incident in the header's place."""
+    for c in cands[:64]:
+        head = c.head
+        if (
+            head is None
+            or head.index < 0
+            or len(c.members) != 1
+            or "traceback-start" not in marks(kb, head.signature)
+        ):
+            continue
+        frames = 0
+        for n, text in _around(head, table, reader, 0, TRACEBACK_LINES):
+            if n <= head.line or _line_rank(text) not in (None, head.rank):
+                continue  # another rank's line interleaved
+            if _frame_line(text):
+                frames += 1
+                continue
+            body = _body(text).strip()
+            if frames and _EXCEPTION_LINE.match(body) and not body.startswith(_NOT_EXCEPTION):
+                ev = replace(
+                    head, index=-1, line=n, text=text[:2000], signature=UNCAUGHT, role="cause"
+                )
+                c.members.append(ev)
+                c.head = ev
+            break
+
+
 def _record_starts(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
     """The first line of the record a matched continuation line belongs to.
 
@@ -1514,7 +1566,13 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
     first = min(waits, key=lambda e: (e.t if e.t is not None else math.inf, e.file, e.line))
     claimed = {e.line for e in live if e.file == first.file and e.rank not in (None, rank)}
     errors = {e.line for e in live if e.file == first.file and e.role != "context"}
-    got = _around(first, table, reader, BUSY_LINES, 0)
+    ranked = {e.file for e in live if e.rank is not None}
+    own = [x for x in reader.labels() if x not in ranked and x != first.file]
+    # the unprefixed lines of a waiting rank's own file (and the output a
+    # timeout cut) are its own work when the job has an input that is not
+    # any waiting rank's
+    theirs = _file_ranks([first.file], live).get(first.file) not in (None, rank) and bool(own)
+    got = [] if theirs else _around(first, table, reader, BUSY_LINES, 0)
     run: list[tuple[int, str]] = []
     for n, text in reversed([(n, x) for n, x in got if n < first.line]):
         if not text.strip() or n in claimed or n in errors or _line_rank(text) not in (None, rank):
@@ -1525,7 +1583,7 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
     # a progress bar redrawn without a newline: the busy rank's last output
     # and a waiting rank's timeout share one line ("... 3/1000 [02:03<11:24:29,
     # 41.19s/it][E ProcessGroupNCCL.cpp:737] [Rank 4] Watchdog caught ...")
-    for e in sorted(waits, key=lambda e: (e.file, e.line)):
+    for e in [] if theirs else sorted(waits, key=lambda e: (e.file, e.line)):
         m = _RECORD_START.search(e.text)
         if m is None:
             continue
@@ -1539,8 +1597,6 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
         # frameworks log on rank 0 alone and without a rank prefix (Trainer,
         # torchtune, rank_zero_info): one input whose lines name no rank at
         # all is rank 0's console, and its last line what it was doing
-        ranked = {e.file for e in live if e.rank is not None}
-        own = [x for x in reader.labels() if x not in ranked and x != first.file]
         if len(own) == 1:
             last = reader.last_line(own[0], words=True, prefix=prefix_length)
             if last is not None and _line_rank(last[1]) is None:
@@ -1838,7 +1894,14 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
         return e.role == "context" and e.severity in ("error", "fatal")
 
     claimed = {(e.file, e.line) for e in events if not catch_all(e) and not defers(e)}
-    out = {e.index for e in events if catch_all(e) and (e.file, e.line) in claimed}
+    # a progress line that reports a non-finite loss is that anomaly's first
+    # trace: only another cause or symptom says more about it
+    said = {(e.file, e.line) for e in events if not catch_all(e) and e.role != "context"}
+    out = {
+        e.index
+        for e in events
+        if catch_all(e) and (e.file, e.line) in (said if e.phase == "numerics" else claimed)
+    }
     best: dict[tuple[str, int], Event] = {}
     for e in events:
         if catch_all(e) and e.index not in out:
