@@ -1019,3 +1019,55 @@ def test_a_traceback_is_named_by_its_exception_line_whatever_the_class_is_called
     i = d.initiating
     assert i is not None and (i.line, i.rank) == (11, 2)
     assert i.text.endswith(exc)
+
+
+def _numbered_job(root, name: str, fail: int, ranks_per_file: int = 1) -> None:
+    watchdog = (
+        "[E501 10:30:0{r}.000000 1 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=1800000) ran for 1800078 milliseconds before timing out."
+    )
+    for k in range(4):
+        lines = []
+        for r in range(k * ranks_per_file, (k + 1) * ranks_per_file):
+            if r == fail:
+                lines += [
+                    "Traceback (most recent call last):",
+                    '  File "train.py", line 60, in main',
+                    "    loss.backward()",
+                    "RuntimeError: CUDA error: an illegal memory access was encountered",
+                ]
+            else:
+                lines.append(watchdog.format(r=r))
+        path = root / name.format(k=k)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            "2024-05-01 10:00:00,000 INFO step 100 loss 2.31\n" + "\n".join(lines) + "\n"
+        )
+
+
+@pytest.mark.parametrize("name", ["node-{k}.err", "slurm-1234_{k}.out", "logs/{k}/stderr.log"])
+def test_a_file_numbered_like_its_siblings_takes_the_rank_their_lines_give(tmp_path, name) -> None:
+    # the failed rank's file names no rank in its lines; its siblings' lines
+    # say file k holds rank k, so file 2 is rank 2's
+    import denpex_fast as dx
+
+    _numbered_job(tmp_path, name, fail=2)
+    i = dx.diagnose(str(tmp_path)).initiating
+    assert i is not None and i.rank == 2 and i.text.startswith("RuntimeError: CUDA error")
+
+
+def test_files_of_several_ranks_each_give_no_rank_to_their_siblings(tmp_path) -> None:
+    # one file per node of two ranks: the number is a node's, not a rank's
+    import denpex_fast as dx
+
+    _numbered_job(tmp_path, "node-{k}.err", fail=4, ranks_per_file=2)
+    (tmp_path / "node-2.err").write_text(
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 60, in main\n'
+        "    loss.backward()\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    i = dx.diagnose(str(tmp_path)).initiating
+    assert i is not None and i.text.startswith("RuntimeError: CUDA error")
+    assert i.rank is None

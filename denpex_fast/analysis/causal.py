@@ -698,6 +698,8 @@ def rank_events(
     live = [e for e in events if e.index not in hidden]
     _global_ranks(live)
     _pid_ranks(live)
+    if reader is not None:
+        known_ranks |= _sibling_ranks(live, reader.labels())
     device_note = _device_ranks(live) if not known_ranks else None
     cands = _join_by_pid(assemble(live, kb, exit_code=failed_exit), kb)
     _demote_accounts(cands, kb)
@@ -1093,6 +1095,60 @@ def _join_by_pid(cands: list[Incident], kb: Any) -> list[Incident]:
             seen[key] = len(out)
             out.append(c)
     return out
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
+    """Ranks of files numbered like their siblings, from the siblings' lines.
+
+    Per-process files are often numbered by a scheme no rule knows
+    (``node-2.err``, ``slurm-1234_2.out``, ``logs/2/stderr.log``).  When the
+    files of one such family differ in one number only, and at least two of
+    them hold lines of one rank each that is that number plus one constant
+    offset (and none disagrees), the family's other files are that number
+    plus the offset: their lines that name no rank take it.  Returns the
+    ranks given."""
+    labels = list(labels)
+    fams: dict[tuple[str, ...], list[tuple[str, list[int]]]] = defaultdict(list)
+    for label in labels:
+        parts = _DIGITS.split(label)
+        fams[tuple(parts)].append((label, [int(x) for x in _DIGITS.findall(label)]))
+    ranks_of: dict[str, set[int | None]] = defaultdict(set)
+    for e in events:
+        ranks_of[e.file].add(e.rank)
+    given: set[int] = set()
+    for members in fams.values():
+        if len(members) < 3:
+            continue
+        nums = [n for _, n in members]
+        vary = [k for k in range(len(nums[0])) if len({n[k] for n in nums}) > 1]
+        if len(vary) != 1:
+            continue
+        k = vary[0]
+        offsets: set[int] = set()
+        known = 0
+        for label, n in members:
+            rs = ranks_of.get(label, set()) - {None}
+            if len(rs) > 1:
+                offsets.add(-1 << 40)  # a file of several ranks: not per-process
+            elif rs:
+                offsets.add(next(iter(rs)) - n[k])  # type: ignore[operator]
+                known += 1
+        if known < 2 or len(offsets) != 1:
+            continue
+        off = offsets.pop()
+        taken = {r for label, _ in members for r in ranks_of.get(label, set()) if r is not None}
+        for label, n in members:
+            r = n[k] + off
+            if ranks_of.get(label, set()) - {None} or r < 0 or r in taken:
+                continue
+            for e in events:
+                if e.file == label and e.rank is None:
+                    e.rank = r
+            given.add(r)
+    return given
 
 
 def _pid_ranks(events: Sequence[Event]) -> None:
