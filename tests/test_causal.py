@@ -1071,3 +1071,52 @@ def test_files_of_several_ranks_each_give_no_rank_to_their_siblings(tmp_path) ->
     i = dx.diagnose(str(tmp_path)).initiating
     assert i is not None and i.text.startswith("RuntimeError: CUDA error")
     assert i.rank is None
+
+
+def _console_lines(prefix: str, fail: int) -> list[str]:
+    lines = []
+    for r in range(4):
+        p = prefix.format(r=r)
+        lines.append(f"{p}2024-05-01 10:00:0{r},000 INFO step 100 loss 2.31")
+        if r == fail:
+            lines += [
+                f"{p}Traceback (most recent call last):",
+                f'{p}  File "train.py", line 60, in main',
+                f"{p}    loss.backward()",
+                f"{p}RuntimeError: CUDA error: an illegal memory access was encountered",
+            ]
+        else:
+            lines.append(
+                f"{p}[E501 10:30:0{r}.000000 1 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog "
+                "caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
+                "NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800078 milliseconds before "
+                "timing out."
+            )
+    return lines
+
+
+@pytest.mark.parametrize("prefix", ["[{r}] ", "<{r}> ", "task {r}: "])
+def test_a_numbered_line_prefix_of_no_known_scheme_is_read_as_a_rank_tag(tmp_path, prefix) -> None:
+    # the lines behind "[0] ", "[1] ", "[3] " name ranks 0, 1, 3: the tag is
+    # the rank, so rank 2's exception (naming none) is rank 2's, not rank 1's
+    # carried over from the line before
+    import denpex_fast as dx
+
+    (tmp_path / "console.log").write_text("\n".join(_console_lines(prefix, 2)) + "\n")
+    i = dx.diagnose(str(tmp_path)).initiating
+    assert i is not None and i.rank == 2 and i.line == 9
+
+
+def test_the_hour_a_line_opens_with_is_no_rank_tag(tmp_path) -> None:
+    # "10:..", "11:..": numbers at the line start that only two ranked lines
+    # happen to follow with a constant difference are not taken for ranks
+    import denpex_fast as dx
+
+    lines = [
+        "10:59:58 [Rank 3] train step=5 loss=2.31",
+        "11:00:01 [Rank 4] train step=5 loss=2.29",
+        "11:00:02 RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    (tmp_path / "console.log").write_text("\n".join(lines) + "\n")
+    d = dx.diagnose(str(tmp_path))
+    assert d.initiating is not None and d.initiating.rank != 11 - 7

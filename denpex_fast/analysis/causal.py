@@ -700,6 +700,7 @@ def rank_events(
     _pid_ranks(live)
     if reader is not None:
         known_ranks |= _sibling_ranks(live, reader.labels())
+    known_ranks |= _prefix_ranks(live)
     device_note = _device_ranks(live) if not known_ranks else None
     cands = _join_by_pid(assemble(live, kb, exit_code=failed_exit), kb)
     _demote_accounts(cands, kb)
@@ -1106,8 +1107,8 @@ def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
     Per-process files are often numbered by a scheme no rule knows
     (``node-2.err``, ``slurm-1234_2.out``, ``logs/2/stderr.log``).  When the
     files of one such family differ in one number only, and at least two of
-    them hold lines of one rank each that is that number plus one constant
-    offset (and none disagrees), the family's other files are that number
+    them (three unless the offset is 0) hold lines of one rank each that is
+    that number plus one constant offset (and none disagrees), the family's other files are that number
     plus the offset: their lines that name no rank take it.  Returns the
     ranks given."""
     labels = list(labels)
@@ -1136,7 +1137,7 @@ def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
             elif rs:
                 offsets.add(next(iter(rs)) - n[k])  # type: ignore[operator]
                 known += 1
-        if known < 2 or len(offsets) != 1:
+        if len(offsets) != 1 or known < (2 if 0 in offsets else 3):
             continue
         off = offsets.pop()
         taken = {r for label, _ in members for r in ranks_of.get(label, set()) if r is not None}
@@ -1148,6 +1149,42 @@ def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
                 if e.file == label and e.rank is None:
                     e.rank = r
             given.add(r)
+    return given
+
+
+#: a numbered line prefix of a scheme no rule knows ("[2] ", "<2> ", "task 2: ")
+_NUMBERED_PREFIX = re.compile(r"^([^\w\s]{0,2}[A-Za-z_ -]{0,12}?)(\d{1,5})([^\w\s]{1,3}\s?)")
+
+
+def _prefix_ranks(events: Sequence[Event]) -> set[int]:
+    """Ranks of lines behind a numbered prefix, from the lines that name one.
+
+    Launchers and collectors tag each process's lines by schemes no rule
+    knows.  When the lines of one file share a prefix shape that differs only
+    in its number, and lines behind at least two different numbers name a
+    rank that is the number plus one constant offset (none disagreeing; three
+    numbers unless the offset is 0), the shape is a rank tag: its lines whose own text names no rank (a rank
+    carried over from the line before, or none) take the number plus the
+    offset.  Returns the ranks given."""
+    shapes: dict[tuple[str, str, str], list[tuple[Event, int]]] = defaultdict(list)
+    for e in events:
+        m = _NUMBERED_PREFIX.match(e.text)
+        if m:
+            shapes[(e.file, m.group(1), m.group(3))].append((e, int(m.group(2))))
+    given: set[int] = set()
+    for rows in shapes.values():
+        if len({n for _, n in rows}) < 2:
+            continue
+        own = {id(e): _line_rank(e.text[_NUMBERED_PREFIX.match(e.text).end() :]) for e, _ in rows}  # type: ignore[union-attr]
+        offsets = {(r - n) for e, n in rows if (r := own[id(e)]) is not None}
+        numbers = {n for e, n in rows if own[id(e)] is not None}
+        if len(offsets) != 1 or len(numbers) < (2 if 0 in offsets else 3):
+            continue
+        off = offsets.pop()
+        for e, n in rows:
+            if own[id(e)] is None and n + off >= 0:
+                e.rank = n + off
+                given.add(n + off)
     return given
 
 
