@@ -51,6 +51,20 @@ def test_last_line_skips_trailing_blank_lines_plain_and_gzip(job):
     assert jb.last_line(by_name["quiet.log"]) is None
 
 
+@pytest.mark.parametrize("prefix", ["trainer-1  | ", "2024-05-01T12:00:00.1Z stderr F "])
+def test_last_line_with_words_skips_a_collectors_prefix_alone(tmp_path, prefix):
+    # an empty line behind a collector's prefix ends in the prefix's own blank
+    from denpex_fast.facts.attribution import prefix_length
+
+    (tmp_path / "c.log").write_text(f"{prefix}worker waiting for peers\n{prefix}\n")
+    jb = JobBytes.from_scan(_scan(tmp_path))
+    label = jb.labels()[0]
+    assert jb.last_line(label, words=True, prefix=prefix_length) == (
+        1,
+        f"{prefix}worker waiting for peers",
+    )
+
+
 def test_read_and_tail_agree_with_the_bytes(job):
     jb = JobBytes.from_scan(_scan(job))
     plain = next(k for k in jb.labels() if k.endswith("rank0.log"))

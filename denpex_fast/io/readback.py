@@ -280,9 +280,12 @@ class JobBytes:
         if last_end == 0:
             return None
         start = max(0, last_end - 4096)
-        data = self.read(label, start, last_end - start)
+        # the blanks after the last non-blank byte belong to its line: a
+        # prefix's own ("trainer-1  | ") ends in one
+        data = self.read(label, start, last_end - start + 64)
         if data is None:
             return None
+        data = data[: last_end - start] + data[last_end - start :].split(b"\n", 1)[0].rstrip(b"\r")
         lines = data.split(b"\n")
         if start > 0:
             lines = lines[1:]  # the first piece may be a partial line
