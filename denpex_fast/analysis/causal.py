@@ -1172,10 +1172,19 @@ def _prefix_ranks(events: Sequence[Event]) -> set[int]:
         if m:
             shapes[(e.file, m.group(1), m.group(3))].append((e, int(m.group(2))))
     given: set[int] = set()
+    shapes = {k: rows for k, rows in shapes.items() if len({n for _, n in rows}) >= 2}
+    if not shapes:
+        return given
+    from ..facts.attribution import line_facts
+
+    # the rank each line's own words name, behind its prefix: one vectorised pass
+    rows_all = [e for rows in shapes.values() for e, _ in rows]
+    texts = [e.text[_NUMBERED_PREFIX.match(e.text).end() :] for e in rows_all]  # type: ignore[union-attr]
+    named = line_facts(pa.array(texts, pa.string())).rank
+    own: dict[int, int | None] = {
+        id(e): (int(r) if r >= 0 else None) for e, r in zip(rows_all, named)
+    }
     for rows in shapes.values():
-        if len({n for _, n in rows}) < 2:
-            continue
-        own = {id(e): _line_rank(e.text[_NUMBERED_PREFIX.match(e.text).end() :]) for e, _ in rows}  # type: ignore[union-attr]
         offsets = {(r - n) for e, n in rows if (r := own[id(e)]) is not None}
         numbers = {n for e, n in rows if own[id(e)] is not None}
         if len(offsets) != 1 or len(numbers) < (2 if 0 in offsets else 3):
