@@ -1021,7 +1021,7 @@ def test_a_traceback_is_named_by_its_exception_line_whatever_the_class_is_called
     assert i.text.endswith(exc)
 
 
-def _numbered_job(root, name: str, fail: int, ranks_per_file: int = 1) -> None:
+def _numbered_job(root, name: str, fail: int, ranks_per_file: int = 1, tag: bool = False) -> None:
     watchdog = (
         "[E501 10:30:0{r}.000000 1 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
         "collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
@@ -1041,18 +1041,22 @@ def _numbered_job(root, name: str, fail: int, ranks_per_file: int = 1) -> None:
                 lines.append(watchdog.format(r=r))
         path = root / name.format(k=k)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            "2024-05-01 10:00:00,000 INFO step 100 loss 2.31\n" + "\n".join(lines) + "\n"
-        )
+        first = "2024-05-01 10:00:00,000 INFO step=100 loss=2.31"
+        if tag:  # every file opens with a line its rank tagged
+            first = f"[rank{k * ranks_per_file}]: {first}"
+        path.write_text(first + "\n" + "\n".join(lines) + "\n")
 
 
+@pytest.mark.parametrize("tag", [False, True], ids=["untagged", "tagged-first-line"])
 @pytest.mark.parametrize("name", ["node-{k}.err", "slurm-1234_{k}.out", "logs/{k}/stderr.log"])
-def test_a_file_numbered_like_its_siblings_takes_the_rank_their_lines_give(tmp_path, name) -> None:
-    # the failed rank's file names no rank in its lines; its siblings' lines
-    # say file k holds rank k, so file 2 is rank 2's
+def test_a_file_numbered_like_its_siblings_takes_the_rank_their_lines_give(
+    tmp_path, name, tag
+) -> None:
+    # the failed rank's exception names no rank; its siblings' lines say file
+    # k holds rank k, so file 2's untagged lines are rank 2's
     import denpex_fast as dx
 
-    _numbered_job(tmp_path, name, fail=2)
+    _numbered_job(tmp_path, name, fail=2, tag=tag)
     i = dx.diagnose(str(tmp_path)).initiating
     assert i is not None and i.rank == 2 and i.text.startswith("RuntimeError: CUDA error")
 

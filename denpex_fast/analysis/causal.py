@@ -1108,20 +1108,22 @@ def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
     (``node-2.err``, ``slurm-1234_2.out``, ``logs/2/stderr.log``).  When the
     files of one such family differ in one number only, and at least two of
     them (three unless the offset is 0) hold lines of one rank each that is
-    that number plus one constant offset (and none disagrees), the family's other files are that number
-    plus the offset: their lines that name no rank take it.  Returns the
-    ranks given."""
+    that number plus one constant offset (and none disagrees), the family's
+    other files are that number plus the offset: their lines that name no
+    rank take it.  Returns the ranks given."""
     labels = list(labels)
     fams: dict[tuple[str, ...], list[tuple[str, list[int]]]] = defaultdict(list)
     for label in labels:
         parts = _DIGITS.split(label)
         fams[tuple(parts)].append((label, [int(x) for x in _DIGITS.findall(label)]))
     ranks_of: dict[str, set[int | None]] = defaultdict(set)
+    by_file: dict[str, list[Event]] = defaultdict(list)
     for e in events:
         ranks_of[e.file].add(e.rank)
+        by_file[e.file].append(e)
     given: set[int] = set()
     for members in fams.values():
-        if len(members) < 3:
+        if not 3 <= len(members) <= MAX_WORLD:
             continue
         nums = [n for _, n in members]
         vary = [k for k in range(len(nums[0])) if len({n[k] for n in nums}) > 1]
@@ -1143,10 +1145,13 @@ def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
         taken = {r for label, _ in members for r in ranks_of.get(label, set()) if r is not None}
         for label, n in members:
             r = n[k] + off
-            if ranks_of.get(label, set()) - {None} or r < 0 or r in taken:
+            named = ranks_of.get(label, set()) - {None}
+            # a file whose number and lines agree is that rank's: its lines
+            # that name no rank are too
+            if named != {r} and (named or r < 0 or r in taken):
                 continue
-            for e in events:
-                if e.file == label and e.rank is None:
+            for e in by_file.get(label, ()):
+                if e.rank is None:
                     e.rank = r
             given.add(r)
     return given
