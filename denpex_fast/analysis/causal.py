@@ -734,12 +734,12 @@ def rank_events(
         ):
             c.tier = TIER_COLLATERAL
     if reader is not None:
+        # a busy line a pattern knows as a cause is named by that pattern
+        # (never by a peer's timeout printed onto the same line)
+        known = {(e.file, e.line): e for e in live if e.role == "cause"}
         for v in virtual:
             if v.head is None and v.rank is not None and v.extra.get("silent_suspect"):
                 busy = _busy_lines(v.rank, live, table, reader)
-                # a busy line a pattern knows as a cause is named by that pattern
-                # (never by a peer's timeout printed onto the same line)
-                known = {(e.file, e.line): e for e in live if e.role == "cause"}
                 busy = [
                     replace(known[(b.file, b.line)], rank=v.rank)
                     if (b.file, b.line) in known
@@ -1101,6 +1101,17 @@ def _join_by_pid(cands: list[Incident], kb: Any) -> list[Incident]:
 _DIGITS = re.compile(r"\d+")
 
 
+def _rank_offset(pairs: Sequence[tuple[int, int]]) -> int | None:
+    """The constant ``rank - number`` of ``(number, rank)`` pairs, when every
+    pair agrees on it and enough numbers show it (two when the number is the
+    rank itself, else three); None otherwise."""
+    offsets = {r - n for n, r in pairs}
+    numbers = {n for n, _ in pairs}
+    if len(offsets) != 1 or len(numbers) < (2 if 0 in offsets else 3):
+        return None
+    return offsets.pop()
+
+
 def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
     """Ranks of files numbered like their siblings, from the siblings' lines.
 
@@ -1130,18 +1141,12 @@ def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
         if len(vary) != 1:
             continue
         k = vary[0]
-        offsets: set[int] = set()
-        known = 0
-        for label, n in members:
-            rs = ranks_of.get(label, set()) - {None}
-            if len(rs) > 1:
-                offsets.add(-1 << 40)  # a file of several ranks: not per-process
-            elif rs:
-                offsets.add(next(iter(rs)) - n[k])  # type: ignore[operator]
-                known += 1
-        if len(offsets) != 1 or known < (2 if 0 in offsets else 3):
+        # a file of several ranks gives several offsets: not per-process
+        off = _rank_offset(
+            [(n[k], r) for label, n in members for r in ranks_of.get(label, ()) if r is not None]
+        )
+        if off is None:
             continue
-        off = offsets.pop()
         taken = {r for label, _ in members for r in ranks_of.get(label, set()) if r is not None}
         for label, n in members:
             r = n[k] + off
@@ -1171,31 +1176,22 @@ def _prefix_ranks(events: Sequence[Event]) -> set[int]:
     numbers unless the offset is 0), the shape is a rank tag: its lines whose own text names no rank (a rank
     carried over from the line before, or none) take the number plus the
     offset.  Returns the ranks given."""
-    shapes: dict[tuple[str, str, str], list[tuple[Event, int]]] = defaultdict(list)
+    shapes: dict[tuple[str, str, str], list[tuple[Event, int, str]]] = defaultdict(list)
     for e in events:
         m = _NUMBERED_PREFIX.match(e.text)
         if m:
-            shapes[(e.file, m.group(1), m.group(3))].append((e, int(m.group(2))))
+            key = (e.file, m.group(1), m.group(3))
+            shapes[key].append((e, int(m.group(2)), e.text[m.end() :]))
     given: set[int] = set()
-    shapes = {k: rows for k, rows in shapes.items() if len({n for _, n in rows}) >= 2}
-    if not shapes:
-        return given
-    from ..facts.attribution import line_facts
-
+    shapes = {k: rows for k, rows in shapes.items() if len({n for _, n, _ in rows}) >= 2}
     # the rank each line's own words name, behind its prefix: one vectorised pass
-    rows_all = [e for rows in shapes.values() for e, _ in rows]
-    texts = [e.text[_NUMBERED_PREFIX.match(e.text).end() :] for e in rows_all]  # type: ignore[union-attr]
-    named = line_facts(pa.array(texts, pa.string())).rank
-    own: dict[int, int | None] = {
-        id(e): (int(r) if r >= 0 else None) for e, r in zip(rows_all, named)
-    }
+    rows_all = [row for rows in shapes.values() for row in rows]
+    own = {id(e): r for (e, _, _), r in zip(rows_all, _line_ranks([t for _, _, t in rows_all]))}
     for rows in shapes.values():
-        offsets = {(r - n) for e, n in rows if (r := own[id(e)]) is not None}
-        numbers = {n for e, n in rows if own[id(e)] is not None}
-        if len(offsets) != 1 or len(numbers) < (2 if 0 in offsets else 3):
+        off = _rank_offset([(n, r) for e, n, _ in rows if (r := own[id(e)]) is not None])
+        if off is None:
             continue
-        off = offsets.pop()
-        for e, n in rows:
+        for e, n, _ in rows:
             if own[id(e)] is None and n + off >= 0:
                 e.rank = n + off
                 given.add(n + off)
@@ -1602,8 +1598,11 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
         ):
             continue
         frames = 0
-        for n, text in _around(head, table, reader, 0, TRACEBACK_LINES):
-            if n <= head.line or _line_rank(text) not in (None, head.rank):
+        after = [
+            (n, x) for n, x in _around(head, table, reader, 0, TRACEBACK_LINES) if n > head.line
+        ]
+        for (n, text), r in zip(after, _line_ranks([x for _, x in after])):
+            if r not in (None, head.rank):
                 continue  # another rank's line interleaved
             if _frame_line(text):
                 frames += 1
@@ -1751,10 +1750,16 @@ def _line_event(
 
 def _line_rank(text: str) -> int | None:
     """The rank a line's own prefix or wording names, if any."""
+    return _line_ranks([text])[0]
+
+
+def _line_ranks(texts: Sequence[str]) -> list[int | None]:
+    """:func:`_line_rank` of many lines in one vectorised pass."""
     from ..facts.attribution import line_facts
 
-    r = int(line_facts(pa.array([text], pa.string())).rank[0])
-    return r if r >= 0 else None
+    if not texts:
+        return []
+    return [int(r) if r >= 0 else None for r in line_facts(pa.array(texts, pa.string())).rank]
 
 
 def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | None:

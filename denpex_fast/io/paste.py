@@ -14,8 +14,8 @@ lines, so such a paste is read through a cleaned copy with the same line numbers
   shares removed, as :func:`textwrap.dedent` would;
 * a terminal's hard wraps joined back (three or more lines exactly as long
   as the longest one, or two cut inside a word: each continues on the next),
-  the joined line in the first
-  line's place and the lines it absorbed left empty.
+  the joined line in the first line's place and the lines it absorbed left
+  empty.
 
 Only small inputs are looked at (at most :data:`MAX_FILES` plain files of
 :data:`MAX_BYTES` in all, read once more: about 10 ms per MiB): a paste,
