@@ -8,7 +8,7 @@ activated, ``pip install --user``) or to pick the interpreter explicitly::
 
 from __future__ import annotations
 
-from denpex_fast.cli import main
+from denpex_fast.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -270,6 +270,36 @@ def main(ctx: click.Context, verbose: int = 0) -> None:
         ctx.with_resource(_without_pandas())
 
 
+def run() -> None:
+    """Entry point of the ``denpex`` script and ``python -m denpex_fast``.
+
+    Runs :func:`main`, then leaves without the interpreter's teardown: Arrow's
+    thread pools can abort a process at teardown ("terminate called without an
+    active exception", apache/arrow#36980, #34314) after every result was
+    written, which turned a successful run into exit status 134.  Python's own
+    exit handlers (temporary directories, logging) still run first.
+    """
+    try:
+        main()
+        code: Any = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    import atexit
+
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is not None:
+        run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+            pass
+    os._exit(code or 0)
+
+
 def _setup_logging(verbose: int) -> None:
     import logging
 

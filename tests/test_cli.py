@@ -353,3 +353,57 @@ def test_diagnose_uses_the_signatures_given(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["fix_id"] == "mine-flux-capacitor", r.stdout[:500]
     assert doc["initiating"]["line"] == 3
+
+
+def test_the_command_exits_without_losing_output_or_leaving_temporary_files(
+    tmp_path: Path,
+) -> None:
+    """``python -m denpex_fast`` leaves through ``os._exit`` (Arrow can abort a
+    process at interpreter teardown); its output must still be complete and
+    the temporary copies of stdin removed."""
+    import subprocess
+    import sys
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    big = "".join(f"[rank{i % 8}]: CUDA out of memory. Tried {i}\n" for i in range(20_000))
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "denpex_fast",
+            "scan",
+            "-",
+            "-e",
+            "oom=CUDA out of memory",
+            "--max-count",
+            "100000",
+        ],
+        input=big.encode(),
+        capture_output=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.decode().splitlines()) == 20_000
+    d = subprocess.run(
+        [sys.executable, "-m", "denpex_fast", "diagnose", "-"],
+        input=LOG,
+        capture_output=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert d.returncode in (0, 1), d.stderr
+    assert b"rank" in d.stdout
+    assert list(tmp.iterdir()) == []  # the spooled stdin is gone
+    bad = subprocess.run(
+        [sys.executable, "-m", "denpex_fast", "scan", str(tmp_path / "missing.log"), "-e", "x=y"],
+        capture_output=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert bad.returncode == 2 and b"missing.log" in bad.stderr
