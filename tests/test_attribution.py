@@ -64,6 +64,9 @@ RANK_CASES = [
     ("[Rank 3] Watchdog caught collective operation timeout", 3),
     ("[1,3]<stderr>:RuntimeError: boom", 3),
     ("[1,3]<stdout>:hello", 3),
+    # mpirun --timestamp-output --tag-output: ctime() glued to the tag
+    ("Tue Nov 27 13:49:06 2018[1,10]<stdout>:F1127 13:49:06.743296 17418 cu.cc:5] boom", 10),
+    ("Mon Jan  7 03:09:06 2019[1,2]<stderr>:RuntimeError: boom", 2),
     ("3: RuntimeError: boom", 3),
     ("worker-3: RuntimeError: boom", None),  # pdsh names a host, not a rank
     ("node12: [rank5]: RuntimeError: boom", 5),

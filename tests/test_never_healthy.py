@@ -87,6 +87,31 @@ def test_a_traceback_followed_by_more_output_is_not_a_cut_one(tmp_path: Path) ->
     assert not any("ends inside this traceback" in r for r in d.reasons)
 
 
+@pytest.mark.parametrize("lagging", [1, 3])
+def test_a_shared_console_stopped_where_the_furthest_process_got(
+    tmp_path: Path, lagging: int
+) -> None:
+    # processes print the same start-up steps into one console; the ones that
+    # lag behind repeat steps already passed after the furthest one's last
+    # line: the job stopped at that line, not at a repeat of an earlier step
+    steps = ["[INFO] [comm.py:637:init_distributed] cdb=None", "[INFO] loading shard 0 of 4"]
+    lines = ["Launching 4 processes", *steps, "[INFO] Initializing TorchBackend with backend nccl"]
+    lines += [steps[i % 2] for i in range(lagging)]
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(lines) + "\n")
+    d = dx.diagnose(str(log))
+    assert d.verdict == "stopped"
+    assert any("stopped after" in r and "console.log:4" in r for r in d.reasons), d.reasons
+
+
+def test_a_single_process_loop_still_stops_where_the_loop_began(tmp_path: Path) -> None:
+    log = tmp_path / "console.log"
+    log.write_text("start\nwaiting for peers (1)\nwaiting for peers (2)\nwaiting for peers (3)\n")
+    d = dx.diagnose(str(log))
+    assert d.verdict == "stopped"
+    assert any("stopped after" in r and "console.log:2" in r for r in d.reasons), d.reasons
+
+
 def test_a_single_log_that_just_stops_is_stopped_not_healthy(tmp_path: Path) -> None:
     # no error, no progress line, no completion line: it stops, and that is
     # all that can be said (here: a hang while a kernel is being built)

@@ -112,3 +112,25 @@ def test_a_dump_captured_with_colour_codes_is_read_without_them() -> None:
     ]
     (s,) = parse_stacks("dump.txt", _lines(lines))
     assert s.main and s.frame.func == "_try_get_data" and s.frame.line == 4
+
+
+def test_faulthandler_frames_pasted_without_their_header_are_a_dump(tmp_path: Path) -> None:
+    # faulthandler prints "line N in f" (a traceback "line N, in f"), most
+    # recent call first: the innermost frame outside the stdlib is the wait
+    frames = [
+        '  File "/usr/lib/python3.10/threading.py", line 320 in wait',
+        '  File "/opt/venv/lib/python3.10/site-packages/deepspeed/runtime/engine.py", line 1456'
+        " in _checkpoint_tag_validation",
+        '  File "/opt/venv/lib/python3.10/site-packages/deepspeed/runtime/engine.py", line 1489'
+        " in save_checkpoint",
+        '  File "train.py", line 90 in <module>',
+    ]
+    (s,) = parse_stacks("dump.txt", _lines(frames))
+    assert (s.frame.line, s.frame.func) == (2, "_checkpoint_tag_validation")
+    (tmp_path / "dump.txt").write_text("\n".join(frames) + "\n")
+    d = dx.diagnose(str(tmp_path / "dump.txt"))
+    assert d.verdict in ("failure", "suspect") and d.initiating is not None
+    assert d.initiating.line == 2
+    # the same frames with commas are a traceback, never a dump
+    tb = [f.replace(" in ", ", in ") for f in frames]
+    assert parse_stacks("tb.txt", _lines(tb)) == []

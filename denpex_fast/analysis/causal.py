@@ -1710,6 +1710,8 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
     return []
 
 
+_HAS_WORD = re.compile(r"[A-Za-z0-9]")
+
 #: where a log record starts inside a line (a glog/c10d severity tag or a rank prefix)
 _RECORD_START = re.compile(r"\[(?:[EWIF]\d{0,4}\s|[EWIF]\s?\d|rank\d+\]|default\d+\])")
 
@@ -1726,8 +1728,35 @@ def _single_input_end(reader: Any, events: Sequence[Event]) -> Event | None:
     if got is None:
         return None
     line, text = got
+    line, text = _frontier(reader, label, line, text)
     t = max((e.t for e in events if e.t is not None), default=None)
     return _line_event(label, line, text, _line_rank(text), t=t)
+
+
+def _frontier(reader: Any, label: str, line: int, text: str) -> tuple[int, str]:
+    """The furthest point an interleaved log reached: walking back from its
+    last line over lines whose template (numbers and times masked) was
+    already printed higher up, to the last line that was new.  Processes
+    sharing one console print the same steps one after another; a lagging
+    one repeating a step already passed ("cdb=None" after another process's
+    "Initializing TorchBackend") is not where the job stopped."""
+    lines = reader.tail_lines(label, REPEAT_BYTES)
+    end = reader.last_line(label)
+    if end is None:
+        return line, text
+    k = len(lines) - 1 - (end[0] - line)
+    if not 0 <= k < len(lines):
+        return line, text
+    shapes = [template(x.rstrip("\r")) if x.strip() else "" for x in lines[: k + 1]]
+    first: dict[str, int] = {}
+    for i, shape in enumerate(shapes):
+        first.setdefault(shape, i)
+    i = k
+    while i > 0 and (not shapes[i] or first[shapes[i]] < i):
+        i -= 1
+    if i == k or not shapes[i] or not _HAS_WORD.search(lines[i]):
+        return line, text
+    return line - (k - i), lines[i].rstrip("\r")
 
 
 def _line_event(

@@ -131,7 +131,8 @@ def parse_stacks(label: str, lines: Iterable[tuple[int, str]]) -> list[Stack]:
 
     Several headers followed by one stack (a dump grouped by hand, ``Thread
     1 ... Thread 4`` then the frames they share) count as that many
-    processes; a launcher's or collector's prefix before a line is skipped."""
+    processes; a launcher's or collector's prefix before a line is skipped.
+    faulthandler frames pasted without their header are one process's stack."""
     out: list[Stack] = []
     headers = 0
     main = False
@@ -155,6 +156,10 @@ def parse_stacks(label: str, lines: Iterable[tuple[int, str]]) -> list[Stack]:
             main = main or '"MainThread"' in body
             continue
         m = _PYSPY_FRAME.match(body) or _FH_FRAME.match(body)
+        if m and not headers and m.re is _FH_FRAME:
+            # frames pasted without their header: faulthandler's comma-less
+            # "line N in f" is a dump's own (a traceback says "line N, in f")
+            headers = 1
         if m and headers:
             frames.append(Frame(label, n, text, m["func"], m["file"]))
         elif body.strip():

@@ -134,6 +134,8 @@ _CHAIN = (
             r"\[[A-Za-z_][\w-]*\d+\]: ?",  # [rank3]: [default3]:
             r"\[\d+\]: ?",  # [${rank}]: template
             r"\[\d+,\d+\]<std(?:out|err)>: ?",  # Open MPI --tag-output
+            # Open MPI --timestamp-output: ctime() glued to the tag that follows
+            r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:" + _MON + r") [ \d]\d \d\d:\d\d:\d\d \d{4} ?",
             r" *\d+: ",  # srun --label
             _HOST_D + ": ",  # pdsh
             r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?",  # Ray / vLLM workers
