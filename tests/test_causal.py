@@ -701,6 +701,49 @@ def test_a_rank_still_busy_while_its_peers_time_out_is_named_by_its_work(tmp_pat
     assert diagnose([str(gap)]).suspect_rank != 0
 
 
+WATCHDOG = (
+    "[E ProcessGroupNCCL.cpp:523] [Rank {r}] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=600000) ran for 600659 milliseconds before timing out."
+)
+
+
+def _steps(prefix: str = "") -> str:
+    return "".join(f"{prefix}step {i} loss 1.{9 - i}\n" for i in range(1, 4))
+
+
+def test_a_busy_rank_whose_lines_no_pattern_knows_is_still_a_rank_of_the_job(tmp_path) -> None:
+    """Rank 2 of a tagged console prints only lines no pattern matches: it is
+    still one of the job's ranks, the one the others wait for."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "console.log"
+    busy = "[rank2]:Running k-means on 2000000 embeddings"
+    log.write_text(
+        "".join(_steps(f"[rank{r}]:") for r in range(4))
+        + busy
+        + "\n"
+        + "".join(f"[rank{r}]:" + WATCHDOG.format(r=r) + "\n" for r in (0, 1, 3))
+    )
+    d = diagnose([str(log)])
+    assert d.suspect_rank == 2
+    assert d.initiating is not None and d.initiating.text == busy and d.initiating.rank == 2
+
+
+def test_a_silent_ranks_file_is_numbered_like_its_siblings(tmp_path) -> None:
+    """node2.log holds no line any pattern knows: its number among node0,
+    node1 and node3.log, whose timeouts name ranks 0, 1 and 3, makes it rank 2's."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    for r in range(4):
+        extra = "Merging LoRA adapter weights\n" if r == 2 else WATCHDOG.format(r=r) + "\n"
+        (tmp_path / f"node{r}.log").write_text(_steps() + extra)
+    d = diagnose([str(tmp_path)])
+    assert d.suspect_rank == 2
+    assert d.initiating is not None and d.initiating.file.endswith("node2.log")
+    assert d.initiating.text == "Merging LoRA adapter weights"
+
+
 def test_a_progress_bar_sharing_a_line_with_a_peers_timeout_is_the_busy_ranks_work(
     tmp_path,
 ) -> None:

@@ -1112,54 +1112,66 @@ def _rank_offset(pairs: Sequence[tuple[int, int]]) -> int | None:
     return offsets.pop()
 
 
-def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
-    """Ranks of files numbered like their siblings, from the siblings' lines.
-
-    Per-process files are often numbered by a scheme no rule knows
-    (``node-2.err``, ``slurm-1234_2.out``, ``logs/2/stderr.log``).  When the
-    files of one such family differ in one number only, and at least two of
-    them (three unless the offset is 0) hold lines of one rank each that is
-    that number plus one constant offset (and none disagrees), the family's
-    other files are that number plus the offset: their lines that name no
-    rank take it.  Returns the ranks given."""
-    labels = list(labels)
+def _numbered_families(labels: Iterable[str]) -> list[list[tuple[str, int]]]:
+    """Files that differ in one number only (``node-2.err``,
+    ``slurm-1234_2.out``, ``logs/2/stderr.log``), as ``(label, number)``
+    lists of 3 to :data:`MAX_WORLD` members."""
     fams: dict[tuple[str, ...], list[tuple[str, list[int]]]] = defaultdict(list)
     for label in labels:
         parts = _DIGITS.split(label)
         fams[tuple(parts)].append((label, [int(x) for x in _DIGITS.findall(label)]))
-    ranks_of: dict[str, set[int | None]] = defaultdict(set)
-    by_file: dict[str, list[Event]] = defaultdict(list)
-    for e in events:
-        ranks_of[e.file].add(e.rank)
-        by_file[e.file].append(e)
-    given: set[int] = set()
+    out = []
     for members in fams.values():
         if not 3 <= len(members) <= MAX_WORLD:
             continue
         nums = [n for _, n in members]
         vary = [k for k in range(len(nums[0])) if len({n[k] for n in nums}) > 1]
-        if len(vary) != 1:
-            continue
-        k = vary[0]
+        if len(vary) == 1:
+            out.append([(label, n[vary[0]]) for label, n in members])
+    return out
+
+
+def _family_ranks(labels: Iterable[str], ranks_of: dict[str, set[int | None]]) -> dict[str, int]:
+    """The rank of each file numbered like its siblings, from the ranks the
+    siblings' lines name (``ranks_of``: label -> ranks of its lines).  At
+    least two siblings (three unless the offset is 0) must hold lines of one
+    rank each that is their number plus one constant offset, none
+    disagreeing; a file whose lines name another rank, or a rank a sibling
+    holds, is left out."""
+    out: dict[str, int] = {}
+    for members in _numbered_families(labels):
         # a file of several ranks gives several offsets: not per-process
         off = _rank_offset(
-            [(n[k], r) for label, n in members for r in ranks_of.get(label, ()) if r is not None]
+            [(n, r) for label, n in members for r in ranks_of.get(label, ()) if r is not None]
         )
         if off is None:
             continue
         taken = {r for label, _ in members for r in ranks_of.get(label, set()) if r is not None}
         for label, n in members:
-            r = n[k] + off
+            r = n + off
             named = ranks_of.get(label, set()) - {None}
-            # a file whose number and lines agree is that rank's: its lines
-            # that name no rank are too
+            # a file whose number and lines agree is that rank's
             if named != {r} and (named or r < 0 or r in taken):
                 continue
-            for e in by_file.get(label, ()):
-                if e.rank is None:
-                    e.rank = r
-            given.add(r)
-    return given
+            out[label] = r
+    return out
+
+
+def _sibling_ranks(events: Sequence[Event], labels: Iterable[str]) -> set[int]:
+    """Ranks of files numbered like their siblings, from the siblings' lines
+    (:func:`_family_ranks`): their lines that name no rank take it.  Returns
+    the ranks given."""
+    ranks_of: dict[str, set[int | None]] = defaultdict(set)
+    by_file: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        ranks_of[e.file].add(e.rank)
+        by_file[e.file].append(e)
+    given = _family_ranks(labels, ranks_of)
+    for label, r in given.items():
+        for e in by_file.get(label, ()):
+            if e.rank is None:
+                e.rank = r
+    return set(given.values())
 
 
 #: a numbered line prefix of a scheme no rule knows ("[2] ", "<2> ", "task 2: ")
@@ -1292,6 +1304,27 @@ def _evidence(
     return out
 
 
+#: bytes read at each end of an input for the ranks its lines name
+PRINTED_BYTES = 64 << 10
+#: inputs read for them at most (per-rank files name their ranks by themselves)
+PRINTED_FILES = 16
+
+
+def _printed_ranks(reader: Any, labels: Sequence[str]) -> set[int]:
+    """The ranks whose lines appear in the first and last
+    :data:`PRINTED_BYTES` of ``labels`` (a console's start-up and its end),
+    whether a pattern matched them or not."""
+    texts: list[str] = []
+    for label in labels[:PRINTED_FILES]:
+        head = reader.read(label, 0, PRINTED_BYTES) or b""
+        lines = head.decode("utf-8", "replace").splitlines()
+        texts += lines[:-1] if len(head) == PRINTED_BYTES else lines  # the last may be cut
+        tail = reader.tail(label, PRINTED_BYTES)
+        if tail is not None and tail[0] > 0:  # a file longer than the head
+            texts += tail[1].decode("utf-8", "replace").splitlines()[1:]
+    return {r for r in _line_ranks(texts) if r is not None}
+
+
 def _virtual_suspects(
     live: Sequence[Event],
     specific: Sequence[Event],
@@ -1309,8 +1342,20 @@ def _virtual_suspects(
     back when no pattern matched it (a rank that never joined prints no error)."""
     out: list[Incident] = []
     lag_rank, lag_why, lag = _progress_lag(live, progress)
+    silent = _watchdog_suspect(specific, known_ranks, kb)
+    if silent[0] is None and reader is not None:
+        # a rank whose lines no pattern knows is still a rank of the job: the
+        # rank prefixes at the ends of the inputs where the others wait show it
+        waits = {
+            e.file
+            for e in specific
+            if e.role == "symptom" and e.phase in ("communication", "rendezvous")
+        }
+        more = _printed_ranks(reader, sorted(waits)) - known_ranks if waits else set()
+        if more:
+            silent = _watchdog_suspect(specific, known_ranks | more, kb)
     for kind, (rank, why) in (
-        ("silent_suspect", _watchdog_suspect(specific, known_ranks, kb)),
+        ("silent_suspect", silent),
         ("laggard", (lag_rank, lag_why)),
     ):
         if rank is None or any(c.extra.get("virtual") and c.rank == rank for c in out):
@@ -1393,7 +1438,8 @@ def _file_ranks(labels: Iterable[str], events: Sequence[Event]) -> dict[str, int
     A file whose matched lines all carry one rank is that rank's; a file with
     no matched line takes the rank its path names, shifted to a global rank
     the way its siblings' are (``node1/.../attempt_0/0/stderr.log`` of a
-    second node's first worker).
+    second node's first worker), or else the rank its number gives among
+    siblings numbered alike (:func:`_family_ranks`).
     """
     from ..facts.attribution import path_facts
 
@@ -1410,11 +1456,17 @@ def _file_ranks(labels: Iterable[str], events: Sequence[Event]) -> dict[str, int
             p = path_facts(label).rank
             if p is not None:
                 shift[_rank_dir(label)][r - p] += 1
+    labels = list(labels)
+    siblings = _family_ranks(labels, by_file)
     for label in labels:
         if label in by_file:
             continue
         p = path_facts(label).rank
         if p is None:
+            # numbered like siblings whose lines name their ranks (node2.log
+            # of a rank that printed nothing the knowledge base knows)
+            if label in siblings:
+                out[label] = siblings[label]
             continue
         moves = shift.get(_rank_dir(label))
         out[label] = p + (moves.most_common(1)[0][0] if moves else 0)
