@@ -730,6 +730,30 @@ def test_a_busy_rank_whose_lines_no_pattern_knows_is_still_a_rank_of_the_job(tmp
     assert d.initiating is not None and d.initiating.text == busy and d.initiating.rank == 2
 
 
+def test_an_exception_class_no_entry_knows_beats_its_peers_remote_error(tmp_path) -> None:
+    """Rank 0 dies of an exception no entry knows (its class ends in neither
+    Error nor Exception); ranks 1..3 report the peer's exit ten minutes
+    later.  The traceback's exception line is the candidate that started it."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    exc = "mydata.errors.ShardCorrupted: /data/shard-0042.tar: truncated record at 1048576"
+    remote = (
+        "[E1204 10:10:0{r}.1 ProcessGroupNCCL.cpp:1664] [PG 0 Rank {r}] Process group watchdog "
+        "thread terminated with exception: NCCL error: remote process exited or there was a "
+        "network error, NCCL version 2.21.5"
+    )
+    steps = "".join(f"[2024-12-04 10:00:0{i},000] INFO step {i} | loss 1.{9 - i}\n" for i in (1, 2))
+    (tmp_path / "rank0.log").write_text(
+        steps + 'Traceback (most recent call last):\n  File "train.py", line 88, in <module>\n'
+        "    batch = next(it)\n" + exc + "\n"
+    )
+    for r in (1, 2, 3):
+        (tmp_path / f"rank{r}.log").write_text(steps + remote.format(r=r) + "\n")
+    d = diagnose([str(tmp_path)])
+    assert d.initiating is not None and d.initiating.text == exc
+    assert d.initiating.rank == 0 and d.initiating.file.endswith("rank0.log")
+
+
 def test_a_silent_ranks_file_is_numbered_like_its_siblings(tmp_path) -> None:
     """node2.log holds no line any pattern knows: its number among node0,
     node1 and node3.log, whose timeouts name ranks 0, 1 and 3, makes it rank 2's."""

@@ -710,6 +710,7 @@ def rank_events(
         _ranks_from_continuations(cands, table, reader)
         _record_starts(cands, table, reader)
         _exception_lines(cands, table, reader, kb)
+        cands += _unmatched_tracebacks(live, table, reader, kb)
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
@@ -1669,6 +1670,39 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
             break
 
 
+#: traceback headers read back at most for an exception line no pattern knows
+UNMATCHED_TRACEBACKS = 16
+
+
+def _unmatched_tracebacks(
+    live: Sequence[Event], table: pa.Table, reader: Any, kb: Any
+) -> list[Incident]:
+    """Tracebacks whose exception line no entry matched (``ShardCorrupted:
+    ...``, ``StopIteration``): open-world candidates named by that line.
+
+    A traceback header is context (every failing job prints many); its
+    exception line is what a candidate needs, and a class no entry knows
+    leaves none.  Only headers with no cause or symptom of their own rank
+    in the lines after them are read back, the earliest first."""
+    matched: dict[str, list[Event]] = defaultdict(list)
+    for e in live:
+        if e.role != "context":
+            matched[e.file].append(e)
+    heads = []
+    for e in live:
+        if e.index < 0 or "traceback-start" not in marks(kb, e.signature):
+            continue
+        end = e.line + TRACEBACK_LINES
+        if any(e.line < m.line <= end and m.rank in (None, e.rank) for m in matched[e.file]):
+            continue
+        heads.append(e)
+    heads.sort(key=lambda e: (e.t if e.t is not None else math.inf, e.file, e.line))
+    out = [Incident([e], e, e.rank, e.host, TIER_OPEN, e.t, {}) for e in heads]
+    out = out[:UNMATCHED_TRACEBACKS]
+    _exception_lines(out, table, reader, kb)
+    return [c for c in out if c.head is not None and c.head.signature == UNCAUGHT]
+
+
 def _record_starts(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
     """The first line of the record a matched continuation line belongs to.
 
@@ -1735,6 +1769,13 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
     for n, text in reversed([(n, x) for n, x in got if n < first.line]):
         if not text.strip() or n in claimed or n in errors or _line_rank(text) not in (None, rank):
             break
+        if (
+            run
+            and _line_rank(text) is None
+            and not _INDENTED.search(_body(run[-1][1]))  # a detail continues its record
+            and template(_body(text)) != template(_body(run[-1][1]))
+        ):
+            break  # unprefixed lines of another shape may be any rank's: the work is the last line's
         run.append((n, text))
     if run:
         return [_line_event(first.file, n, x, rank, BUSY_LINE) for n, x in reversed(run)]

@@ -1,0 +1,156 @@
+"""Synthetic probes of two failure shapes, in layouts and wordings the corpus
+does not hold, scored on the initiating line and its rank::
+
+    python benchmarks/absence_probes.py [--show-misses]
+
+* **slow rank**: one rank is still busy with work of its own (tokenising,
+  saving, clustering, merging weights) while its peers time out in a
+  collective; it prints no error.  The answer is its last line, on its rank.
+* **crash, then timeouts**: one rank dies of an exception (some of a class
+  no entry knows) and its peers report the collective's failure minutes
+  later.  The answer is the exception line, on its rank.
+
+Each shape is crossed with four layouts (a console with ``[rankN]:``
+prefixes, one file per rank named for its rank, one file per node named
+``node2.log``/``worker-2.out`` whose lines name no rank, one console with no
+prefixes at all), the peers' wordings (torch >= 2.2 and older NCCL watchdog
+lines, Gloo, NCCL remote errors, the c10d store) and two failing ranks.
+Nothing here was fitted to: the probes are for finding classes of failure,
+the figures for the notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import tempfile
+from pathlib import Path
+
+import denpex_fast as dx
+
+WATCHDOG_NEW = (
+    "[E1204 10:10:0{s}.123456789 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=51, OpType=ALLREDUCE, NumelIn=1, "
+    "NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out."
+)
+WAITS = {
+    "nccl-new": WATCHDOG_NEW,
+    "nccl-old": "[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=51, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800464 "
+    "milliseconds before timing out.",
+    "gloo": "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+    "Timed out waiting 1800000ms for recv operation to complete",
+    "store": "[2024-12-04 10:10:0{s},120] [ERROR] [rank {r}] torch.distributed.DistBackendError: "
+    "[{r}] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d "
+    "key-value store by key '0', but store->get('0') got error: wait timeout after 600000ms, "
+    "keys: /default_pg//0. This may indicate a possible application crash on rank 0 or a "
+    "network set up issue.",
+}
+AFTER_CRASH = {
+    "nccl-new": WATCHDOG_NEW,
+    "gloo": "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection "
+    "closed by peer [10.0.0.{p}]:4242",
+    "nccl-remote": "[E1204 10:10:0{s}.1 ProcessGroupNCCL.cpp:1664] [PG 0 Rank {r}] Process "
+    "group watchdog thread terminated with exception: NCCL error: remote process exited or "
+    "there was a network error, NCCL version 2.21.5",
+}
+WORK = [
+    "Map (num_proc=64):  45%|####5     | 450000/1000000 [09:59<12:13, 750.12 examples/s]",
+    "Saving model checkpoint to /ckpt/checkpoint-500",
+    "Running k-means on 2000000 embeddings with 65536 centroids",
+    "Merging LoRA adapter weights into the base model",
+]
+TB = ["Traceback (most recent call last):", '  File "train.py", line 88, in <module>']
+CRASHES = [
+    TB + ["    batch = next(it)", "mydata.errors.ShardCorrupted: /data/shard-0042.tar: truncated"],
+    TB
+    + [
+        "    loss.backward()",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ],
+    TB + ["    assert x.shape[1] == self.dim", "AssertionError: (torch.Size([8, 1000]), 1024)"],
+    TB + ["    lr = cfg['optim']['lr_sched']", "KeyError: 'lr_sched'"],
+]
+LAYOUTS = ["console", "per-rank", "per-node", "plain"]
+WORLD = 4
+
+
+def _write(out: Path, layout: str, timed: list[tuple[float, int, str]]) -> None:
+    timed.sort(key=lambda t: (t[0], t[1]))
+    if layout in ("console", "plain"):
+        tag = "[rank{r}]:" if layout == "console" else ""
+        text = "".join(f"{tag.format(r=r)}{x}\n" for _, r, x in timed)
+        (out / "console.log").write_text(text)
+        return
+    for r in range(WORLD):
+        name = f"rank{r}.log" if layout == "per-rank" else f"node{r}.log"
+        (out / name).write_text("".join(f"{x}\n" for _, rr, x in timed if rr == r))
+
+
+def _steps() -> list[tuple[float, int, str]]:
+    return [
+        (s, r, f"[2024-12-04 10:00:0{s},000] INFO step {s} loss 1.{9 - s}")
+        for r in range(WORLD)
+        for s in (1, 2, 3)
+    ]
+
+
+def slow_rank(out: Path, layout: str, wait: str, work: str, rank: int) -> str:
+    timed = _steps() + [(4, rank, f"[2024-12-04 10:00:04,000] INFO {work}")]
+    for r in range(WORLD):
+        if r != rank:
+            timed.append((604 + r, r, WAITS[wait].format(r=r, s=4 + r)))
+    _write(out, layout, timed)
+    return work
+
+
+def crash(out: Path, layout: str, wait: str, lines: list[str], rank: int) -> str:
+    timed = _steps() + [(4 + i / 100, rank, x) for i, x in enumerate(lines)]
+    for r in range(WORLD):
+        if r != rank:
+            timed.append((604 + r, r, AFTER_CRASH[wait].format(r=r, s=4 + r, p=rank + 1)))
+    _write(out, layout, timed)
+    return lines[-1]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--show-misses", action="store_true", help="print each probe missed")
+    a = ap.parse_args(argv)
+    families = {
+        "slow rank": (
+            slow_rank,
+            # the store's key is rank 0's: another rank being busy would not explain it
+            [
+                (lay, w, x, r)
+                for lay, w, x, r in itertools.product(LAYOUTS, WAITS, WORK, (0, 2))
+                if w != "store" or r == 0
+            ],
+        ),
+        "crash, then timeouts": (
+            crash,
+            list(itertools.product(LAYOUTS, AFTER_CRASH, CRASHES, (0, 2))),
+        ),
+    }
+    for name, (make, grid) in families.items():
+        per_layout: dict[str, list[bool]] = {lay: [] for lay in LAYOUTS}
+        for layout, wait, what, rank in grid:
+            with tempfile.TemporaryDirectory() as tmp:
+                want = make(Path(tmp), layout, wait, what, rank)  # type: ignore[operator]
+                d = dx.diagnose(tmp)
+            got = d.initiating
+            # a console with no prefixes names no rank: the line alone is scored
+            ok = got is not None and want in got.text and (layout == "plain" or got.rank == rank)
+            per_layout[layout].append(ok)
+            if not ok and a.show_misses:
+                shown = f"rank {got.rank} {got.text[:80]!r}" if got else "nothing"
+                print(f"  miss {name}: {layout} {wait} rank {rank}: {d.verdict}, {shown}")
+        cells = ", ".join(f"{lay} {sum(v)}/{len(v)}" for lay, v in per_layout.items())
+        total = [x for v in per_layout.values() for x in v]
+        print(f"{name}: {sum(total)}/{len(total)} ({cells})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
