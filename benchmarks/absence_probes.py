@@ -140,8 +140,10 @@ def main(argv: list[str]) -> int:
                 want = make(Path(tmp), layout, wait, what, rank)  # type: ignore[operator]
                 d = dx.diagnose(tmp)
             got = d.initiating
-            # a console with no prefixes names no rank: the line alone is scored
-            ok = got is not None and want in got.text and (layout == "plain" or got.rank == rank)
+            # where no line names a rank (a console with no prefixes; files
+            # per node with Gloo's untagged errors) the line alone is scored
+            anonymous = layout == "plain" or (layout == "per-node" and wait == "gloo")
+            ok = got is not None and want in got.text and (anonymous or got.rank == rank)
             per_layout[layout].append(ok)
             if not ok and a.show_misses:
                 shown = f"rank {got.rank} {got.text[:80]!r}" if got else "nothing"

@@ -754,6 +754,27 @@ def test_an_exception_class_no_entry_knows_beats_its_peers_remote_error(tmp_path
     assert d.initiating.rank == 0 and d.initiating.file.endswith("rank0.log")
 
 
+def test_the_one_rank_number_missing_below_the_waiting_ranks_is_the_busy_one(tmp_path) -> None:
+    """A console with no prefixes: ranks 0, 1 and 3 time out, no line names
+    rank 2.  Ranks are numbered from 0 without gaps, so rank 2 exists and is
+    the one they waited for; its work is the last line before the timeouts."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "console.log"
+    busy = "Running k-means on 2000000 embeddings"
+    log.write_text(
+        _steps() * 4 + busy + "\n" + "".join(WATCHDOG.format(r=r) + "\n" for r in (0, 1, 3))
+    )
+    d = diagnose([str(log)])
+    assert d.suspect_rank == 2
+    assert d.initiating is not None and d.initiating.text == busy
+    # two numbers missing (ranks 1 and 2): nobody is singled out
+    log.write_text(
+        _steps() * 4 + busy + "\n" + "".join(WATCHDOG.format(r=r) + "\n" for r in (0, 3))
+    )
+    assert diagnose([str(log)]).suspect_rank not in (1, 2)
+
+
 def test_a_silent_ranks_file_is_numbered_like_its_siblings(tmp_path) -> None:
     """node2.log holds no line any pattern knows: its number among node0,
     node1 and node3.log, whose timeouts name ranks 0, 1 and 3, makes it rank 2's."""

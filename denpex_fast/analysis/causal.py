@@ -1355,6 +1355,19 @@ def _virtual_suspects(
         more = _printed_ranks(reader, sorted(waits)) - known_ranks if waits else set()
         if more:
             silent = _watchdog_suspect(specific, known_ranks | more, kb)
+    if silent[0] is None:
+        # ranks are numbered from 0 without gaps: when at least two wait and
+        # one number below the highest of them never appears, it is a rank too
+        waiting = {
+            e.rank
+            for e in specific
+            if e.role == "symptom"
+            and e.phase in ("communication", "rendezvous")
+            and e.rank is not None
+        }
+        gap = set(range(max(waiting) + 1)) - waiting - known_ranks if len(waiting) >= 2 else set()
+        if len(gap) == 1:
+            silent = _watchdog_suspect(specific, known_ranks | gap, kb)
     for kind, (rank, why) in (
         ("silent_suspect", silent),
         ("laggard", (lag_rank, lag_why)),
