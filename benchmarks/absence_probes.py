@@ -72,6 +72,21 @@ CRASHES = [
     TB + ["    assert x.shape[1] == self.dim", "AssertionError: (torch.Size([8, 1000]), 1024)"],
     TB + ["    lr = cfg['optim']['lr_sched']", "KeyError: 'lr_sched'"],
 ]
+# NCCL's own WARN lines (host:pid:tid [dev] file:line NCCL WARN ...), printed
+# on the failing rank before every rank raises the Python-level wrapper
+WARNS = [
+    "NET/IB : Got completion from peer 10.0.0.3<52716> with status=12 opcode=0 len=0 vendor err 129",
+    "Call to ibv_create_cq failed with error Cannot allocate memory",
+    "socketStartConnect: Connect to 10.0.0.2<43210> failed : Software caused connection abort",
+    "NET/Socket : peer 10.0.0.3<52716> message truncated : receiving 1048576 bytes instead of 65536",
+    "Proxy Call to rank 3 failed (Connect)",
+    "Cuda failure 'unspecified launch failure'",
+]
+WRAPPER = (
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+    "NCCL version 2.20.5"
+)
 LAYOUTS = ["console", "per-rank", "per-node", "plain"]
 WORLD = 4
 
@@ -114,6 +129,35 @@ def crash(out: Path, layout: str, wait: str, lines: list[str], rank: int) -> str
     return lines[-1]
 
 
+def warn_chain(out: Path, layout: str, wait: str, warn: str, rank: int) -> str:
+    host = f"node{rank}:{4100 + rank}:{4180 + rank} [{rank}]"
+    first = f"{host} transport/net_ib.cc:1295 NCCL WARN {warn}"
+    timed = _steps() + [
+        (4.0, rank, first),
+        (4.01, rank, f"{host} NCCL INFO transport/net.cc:1158 -> 2"),
+        (4.02, rank, f"{host} NCCL INFO proxy.cc:1514 -> 2"),
+    ]
+    for r in range(WORLD):
+        detail = (
+            warn
+            if r == rank
+            else f"socketProgress: Connection closed by remote peer node{rank}<35722>"
+        )
+        if wait == "last-error" or r == rank:
+            lines = [
+                WRAPPER,
+                "ncclSystemError: System call failed or device error.",
+                "Last error:",
+                detail,
+            ]
+        else:
+            lines = [WATCHDOG_NEW.format(r=r, s=4 + r)]
+        for i, x in enumerate(lines):
+            timed.append((5 + r + i / 100 if r == rank else 604 + r + i / 100, r, x))
+    _write(out, layout, timed)
+    return first
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--show-misses", action="store_true", help="print each probe missed")
@@ -131,6 +175,10 @@ def main(argv: list[str]) -> int:
         "crash, then timeouts": (
             crash,
             list(itertools.product(LAYOUTS, AFTER_CRASH, CRASHES, (0, 2))),
+        ),
+        "NCCL WARN, then wrappers": (
+            warn_chain,
+            list(itertools.product(LAYOUTS, ["last-error", "watchdog"], WARNS, (0, 2))),
         ),
     }
     for name, (make, grid) in families.items():
