@@ -210,3 +210,25 @@ def test_a_production_console_with_colour_codes_is_read_without_them(tmp_path: P
     assert d.verdict in ("failure", "suspect") and d.initiating is not None
     assert d.initiating.line == 96001
     assert d.initiating.text.startswith("(RayWorkerWrapper pid=413) torch.OutOfMemoryError: CUDA")
+
+
+def test_rows_a_terminal_padded_with_blanks_are_complete_and_its_wraps_still_join() -> None:
+    # tmux/screen copies pad every row to the width: a padded row is whole; a
+    # row whose text reaches the edge continues on the next one
+    width = 90
+    wrapped = (
+        "W0511 18:18:50.796322 914 session_master.cc:539] task tpu-38 missed 1 health checks: "
+        "UNAVAILABLE: failed to connect to all addresses"
+    )
+    rows = [
+        "I0511 18:18:30.779521 915 session_master.cc:211] Worker Address: tpu-53:8471",
+        "I0511 18:18:30.779522 915 session_master.cc:211] Worker Address: tpu-38:8471",
+        wrapped[:width],
+        wrapped[width:],
+        "E0511 18:18:50.796514 915 session_master.cc:505] Session is failing",
+    ]
+    padded = [r.ljust(width) for r in rows]
+    got = clean(_text(padded))
+    assert got is not None
+    out = [x.rstrip() for x in got.decode().split("\n")[:-1]]
+    assert out == [rows[0], rows[1], wrapped, "", rows[4]]

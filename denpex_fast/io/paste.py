@@ -140,6 +140,7 @@ def _unwrap(data: bytes) -> bytes:
         while (
             j + 1 < len(lines)
             and widths[j] == width
+            and not _padded(lines[j])
             and lines[j + 1].strip()
             and lines[j + 1][:2] != lines[head][:2]
         ):
@@ -148,6 +149,12 @@ def _unwrap(data: bytes) -> bytes:
             out[j] = b""
         k = j + 1
     return b"\n".join(out)
+
+
+def _padded(line: bytes) -> bool:
+    """A line a terminal filled up to its width with blanks (tmux or screen
+    copies pad every row): its text ended before the edge, so it is complete."""
+    return line.rstrip(b"\r").endswith(b"  ")
 
 
 def _cut_mid_token(head: bytes, nxt: bytes) -> bool:
