@@ -775,6 +775,27 @@ def test_the_one_rank_number_missing_below_the_waiting_ranks_is_the_busy_one(tmp
     assert diagnose([str(log)]).suspect_rank not in (1, 2)
 
 
+def test_a_traceback_logged_line_by_line_at_error_level_is_named_by_its_exception(
+    tmp_path,
+) -> None:
+    """vLLM's workers log each line of a traceback as an ERROR record: the
+    frames say "ERROR" too, the exception line names the failure."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    head = "(Worker_TP1 pid=5298) ERROR 01-29 02:01:11 [multiproc_executor.py:822] "
+    body = [
+        "Traceback (most recent call last):",
+        '  File "/vllm/vllm_ascend/ops/rope.py", line 155, in rope_forward',
+        "    cos = cos.view(num_tokens, -1)",
+        "          ^^^^^^^^^^^^^^^^^^^^^^^^",
+        "RuntimeError: shape '[14, -1]' is invalid for input of size 768",
+    ]
+    log = tmp_path / "serve.log"
+    log.write_text("".join(head + x + "\n" for x in body))
+    d = diagnose([str(log)])
+    assert d.initiating is not None and d.initiating.line == 5 and d.initiating.rank == 1
+
+
 def test_a_silent_ranks_file_is_numbered_like_its_siblings(tmp_path) -> None:
     """node2.log holds no line any pattern knows: its number among node0,
     node1 and node3.log, whose timeouts name ranks 0, 1 and 3, makes it rank 2's."""

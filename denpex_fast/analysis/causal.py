@@ -2124,6 +2124,13 @@ def _death_times(
     return out
 
 
+#: a logger record (``... [file.py:12] ``) whose message is a traceback's
+#: header, frame, source line or caret marks
+_LOGGED_FRAME = re.compile(
+    r'\] (?:\s*File "[^"]*", line \d+, in |\s{3,}\S|\s*[\^~]+\s*$|Traceback \(most recent call last\):)'
+)
+
+
 def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
     """Row indices of catch-all matches on lines another signature also matched.
 
@@ -2141,6 +2148,12 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
         return e.role == "context" and e.severity in ("error", "fatal")
 
     claimed = {(e.file, e.line) for e in events if not catch_all(e) and not defers(e)}
+    # a traceback logged line by line at error level (vLLM's workers:
+    # "ERROR <time> [executor.py:1000]   File ...") says "error" on every
+    # frame; its exception line is what names the failure
+    claimed |= {
+        (e.file, e.line) for e in events if catch_all(e) and _LOGGED_FRAME.search(e.text or "")
+    }
     # a progress line that reports a non-finite loss is that anomaly's first
     # trace: only another cause or symptom says more about it
     said = {(e.file, e.line) for e in events if not catch_all(e) and e.role != "context"}

@@ -165,7 +165,10 @@ _RANK_PREFIX_FORMS = (
     r"|\[\d+,(?P<b>" + _N + r")\]<std(?:out|err)>:"
     r"|\s*(?P<c>" + _N + r"): "
     r"|\[(?P<d>" + _N + r")\]:."
-    r"|\([\w-]+ rank=(?P<e>" + _N + r") [^()]*pid=\d+[^()]*\))"
+    r"|\([\w-]+ rank=(?P<e>" + _N + r") [^()]*pid=\d+[^()]*\)"
+    # vLLM's multiprocessing workers: Worker_TP1, Worker_DP0_TP1_EP1 (with no
+    # data- or pipeline-parallel index above 0 the tensor-parallel index is the rank)
+    r"|\(Worker(?:_DP0)?(?:_PP0)?_TP(?P<v>" + _N + r")(?:_EP\d+)? pid=\d+\))"
 )
 # the same forms at the line start, then behind other prefixes (slower: tried on fewer lines)
 _RANK_PREFIX_AT0 = "^" + _RANK_PREFIX_FORMS
@@ -321,8 +324,8 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
             rank[at], _ = _groups_int(parts, names)
             local[at] = is_local
 
-    prefix(_RANK_PREFIX_AT0, ["a", "b", "c", "d", "e"], False)
-    prefix(_RANK_PREFIX, ["a", "b", "c", "d", "e"], False)
+    prefix(_RANK_PREFIX_AT0, ["a", "b", "c", "d", "e", "v"], False)
+    prefix(_RANK_PREFIX, ["a", "b", "c", "d", "e", "v"], False)
     at, parts = _extract(head, np.flatnonzero(rank < 0), _RANK_TAG)
     tag_local = np.zeros(0, np.int64)
     tagged = np.zeros(n, bool)  # a strong tag decided (maybe "another group's rank": none)
