@@ -2127,7 +2127,8 @@ def _death_times(
 #: a logger record (``... [file.py:12] ``) whose message is a traceback's
 #: header, frame, source line or caret marks
 _LOGGED_FRAME = re.compile(
-    r'\] (?:\s*File "[^"]*", line \d+, in |\s{3,}\S|\s*[\^~]+\s*$|Traceback \(most recent call last\):)'
+    # the source line under a frame is indented by exactly four blanks
+    r'\] (?:\s*File "[^"]*", line \d+, in | {4}\S|\s*[\^~]+\s*$|Traceback \(most recent call last\):)'
 )
 
 
