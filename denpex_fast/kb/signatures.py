@@ -161,6 +161,7 @@ FAMILY_PREFIXES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "python_os": ("os-",),
     "generic": ("any-",),
     "horovod": ("horovod-",),
+    "ascend": ("ascend-",),
 })  # fmt: skip
 
 _ID_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
