@@ -74,7 +74,10 @@ RANK_CASES = [
     ("(Worker_TP1 pid=5298) ERROR 01-29 02:01:11 [multiproc_executor.py:822] boom", 1),
     ("(Worker_DP0_TP3_EP3 pid=5298) ERROR 01-29 02:01:11 [multiproc_executor.py:822] boom", 3),
     ("(Worker_PP0_TP2 pid=5298) RuntimeError: boom", 2),
-    ("(Worker_DP1_TP1_EP3 pid=5298) RuntimeError: boom", None),  # data-parallel rank 1: size unknown
+    (
+        "(Worker_DP1_TP1_EP3 pid=5298) RuntimeError: boom",
+        None,
+    ),  # data-parallel rank 1: size unknown
     ("(EngineCore_DP0 pid=17833) RuntimeError: boom", None),
     ("(RayWorkerWrapper pid=1061) [rank2]:[E212 02:14:01.179080356 Gloo.cpp:143] boom", 2),
     ("Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8", 3),

@@ -1233,3 +1233,23 @@ def test_the_hour_a_line_opens_with_is_no_rank_tag(tmp_path) -> None:
     (tmp_path / "console.log").write_text("\n".join(lines) + "\n")
     d = dx.diagnose(str(tmp_path))
     assert d.initiating is not None and d.initiating.rank != 11 - 7
+
+
+def test_jax_survivors_name_the_task_that_stopped_sending_heartbeats(tmp_path) -> None:
+    """The surviving JAX process terminates on purpose and names the failed
+    task on the line after: that task is the rank named."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "task1.log"
+    log.write_text(
+        "I0926 17:20:01.000000  157988 train.py:40] step 120 loss 2.31\n"
+        "F0926 17:26:32.075587  157988 client.h:77] Terminating process because the JAX "
+        "distributed service detected fatal errors. This most likely indicates that another "
+        "task died. absl::Status: UNAVAILABLE: The following tasks are unhealthy (stopped "
+        "sending heartbeats):\n"
+        "/job:jax_worker/replica:0/task:2\n"
+        "The tasks have crashed. Check the task logs for an earlier error.\n"
+    )
+    d = diagnose([str(log)])
+    assert d.initiating is not None and d.initiating.signature == "jax-coordination-fatal"
+    assert d.initiating.rank == 2

@@ -162,6 +162,7 @@ FAMILY_PREFIXES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "generic": ("any-",),
     "horovod": ("horovod-",),
     "ascend": ("ascend-",),
+    "jax": ("jax-",),
 })  # fmt: skip
 
 _ID_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
