@@ -1253,3 +1253,28 @@ def test_jax_survivors_name_the_task_that_stopped_sending_heartbeats(tmp_path) -
     d = diagnose([str(log)])
     assert d.initiating is not None and d.initiating.signature == "jax-coordination-fatal"
     assert d.initiating.rank == 2
+
+
+def test_the_one_quiet_file_among_timing_out_siblings_is_the_busy_process(tmp_path) -> None:
+    """node0..node3.log: three report Gloo's recv timeout (no rank on any
+    line), node2.log reports nothing and no error: its last line is the work
+    the others waited for.  A fourth file that also times out leaves nobody."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    gloo = (
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+        "Timed out waiting 1800000ms for recv operation to complete\n"
+    )
+    for n in range(4):
+        tail = "Saving model checkpoint to /ckpt/checkpoint-500\n" if n == 2 else gloo
+        (tmp_path / f"node{n}.log").write_text("epoch 1 step 3 done\n" + tail)
+    d = diagnose([str(tmp_path)])
+    assert d.initiating is not None and d.initiating.file.endswith("node2.log")
+    assert d.initiating.text == "Saving model checkpoint to /ckpt/checkpoint-500"
+    (tmp_path / "node2.log").write_text("epoch 1 step 3 done\n" + gloo)
+    d = diagnose([str(tmp_path)])
+    assert (
+        d.initiating is None
+        or not d.initiating.file.endswith("node2.log")
+        or "Timed out" in d.initiating.text
+    )

@@ -1439,7 +1439,41 @@ def _virtual_suspects(
                 extra,
             )
         )
+    if reader is not None and not any(c.extra.get("silent_suspect") for c in out):
+        quiet = _quiet_sibling(live, reader)
+        if quiet is not None:
+            label, reason = quiet
+            got = reader.last_line(label, words=True, prefix=prefix_length)
+            if got is not None:
+                (n, text), _ = _repeat_start(reader, label, got[0], got[1])
+                owner = _file_ranks([label], live).get(label)
+                ev = _line_event(label, n, text, owner, BUSY_LINE)
+                flags: dict[str, Any] = {"virtual": reason, "silent_suspect": 1.0, "busy": 1.0}
+                out.append(Incident([ev], ev, owner, None, TIER_COLLATERAL, None, flags))
     return out
+
+
+def _quiet_sibling(live: Sequence[Event], reader: Any) -> tuple[str, str] | None:
+    """The one file of a numbered family (``node0.log`` .. ``node3.log``)
+    that reports no wait while all its siblings time out in a collective or
+    the store, and prints no error either: its process is the one they
+    waited for, whether or not any line names a rank (Gloo's timeouts name
+    none).  With its reason; None when no family shows one."""
+    waits = {
+        e.file for e in live if e.role == "symptom" and e.phase in ("communication", "rendezvous")
+    }
+    noisy = {e.file for e in live if e.role != "context"}
+    for members in _numbered_families(reader.labels()):
+        labels = [label for label, _ in members]
+        waiting = [x for x in labels if x in waits]
+        quiet = [x for x in labels if x not in noisy]
+        if len(waiting) >= 2 and len(quiet) == 1 and len(waiting) + 1 == len(labels):
+            return quiet[0], (
+                f"{len(waiting)} of the {len(labels)} files numbered alike report a timeout "
+                f"waiting for a peer; {quiet[0]} reports none and no error: its process is the "
+                "one they waited for"
+            )
+    return None
 
 
 #: the signature of a rank's last own line, read back (no pattern matched it)
