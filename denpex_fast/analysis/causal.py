@@ -1731,23 +1731,32 @@ def _unmatched_tracebacks(
     exception line is what a candidate needs, and a class no entry knows
     leaves none.  Only headers with no cause or symptom of their own rank
     in the lines after them are read back, the earliest first."""
-    matched: dict[str, list[Event]] = defaultdict(list)
+    causes: dict[str, list[Event]] = defaultdict(list)
     for e in live:
-        if e.role != "context":
-            matched[e.file].append(e)
+        if e.role == "cause":
+            causes[e.file].append(e)
+    said = {(e.file, e.line) for e in live if e.role != "context"}
     heads = []
     for e in live:
         if e.index < 0 or "traceback-start" not in marks(kb, e.signature):
             continue
         end = e.line + TRACEBACK_LINES
-        if any(e.line < m.line <= end and m.rank in (None, e.rank) for m in matched[e.file]):
+        # a cause of its rank after it: most likely its own exception line
+        if any(e.line < m.line <= end and m.rank in (None, e.rank) for m in causes[e.file]):
             continue
         heads.append(e)
     heads.sort(key=lambda e: (e.t if e.t is not None else math.inf, e.file, e.line))
     out = [Incident([e], e, e.rank, e.host, TIER_OPEN, e.t, {}) for e in heads]
     out = out[:UNMATCHED_TRACEBACKS]
     _exception_lines(out, table, reader, kb)
-    return [c for c in out if c.head is not None and c.head.signature == UNCAUGHT]
+    # an exception line a pattern read (a symptom's) is a candidate already
+    return [
+        c
+        for c in out
+        if c.head is not None
+        and c.head.signature == UNCAUGHT
+        and (c.head.file, c.head.line) not in said
+    ]
 
 
 def _record_starts(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
