@@ -1278,3 +1278,31 @@ def test_the_one_quiet_file_among_timing_out_siblings_is_the_busy_process(tmp_pa
         or not d.initiating.file.endswith("node2.log")
         or "Timed out" in d.initiating.text
     )
+
+
+def test_a_local_rank_no_line_maps_takes_the_offset_its_node_shows(tmp_path) -> None:
+    """Node 1 of a 2 x 4 job: its workers' lines say [default0..3]:; three of
+    them also print [rank4/5/7]: (offset 4).  Local rank 2 never printed its
+    global rank; its exception (a class no entry knows) is global rank 6's."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    wd = (
+        "[default{l}]:[rank{g}]:[E1204 10:10:0{s}.1 ProcessGroupNCCL.cpp:616] [Rank {g}] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=51, OpType=ALLREDUCE, "
+        "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out."
+    )
+    exc = "[default2]:mydata.errors.ShardCorrupted: /data/shard-0042.tar: truncated"
+    for node in (0, 1):
+        lines = [f"[default{i}]:[2024-12-04 10:00:01,000] step 1 | loss 1.9" for i in range(4)]
+        if node == 1:
+            lines += [
+                "[default2]:Traceback (most recent call last):",
+                '[default2]:  File "train.py", line 88, in <module>',
+                "[default2]:    batch = next(it)",
+                exc,
+            ]
+        lines += [wd.format(l=i, g=4 * node + i, s=i) for i in range(4) if 4 * node + i != 6]
+        (tmp_path / f"node{node}").mkdir()
+        (tmp_path / f"node{node}" / "console.log").write_text("\n".join(lines) + "\n")
+    d = diagnose([str(tmp_path)])
+    assert d.initiating is not None and d.initiating.text == exc and d.initiating.rank == 6

@@ -57,6 +57,7 @@ import pyarrow as pa
 from ..facts.attribution import prefix_length
 from ..schema import file_names
 from .incidents import (
+    TIER_CAUSE,
     TIER_COLLATERAL,
     TIER_NAMES,
     TIER_OPEN,
@@ -954,12 +955,16 @@ def _global_ranks(events: Sequence[Event]) -> None:
             del table[k]
     if not table:
         return
+    # a node's workers are numbered in one block: the local ranks its table
+    # lacks (a worker that never printed both) take the offset the others agree on
+    offsets = {k: _rank_offset(list(t.items())) for k, t in table.items()}
     for e in events:
-        node_table = table.get(_node(e))
+        node = _node(e)
+        node_table = table.get(node)
         if (
             not node_table
             or e.rank is None
-            or e.rank not in node_table
+            or (e.rank not in node_table and offsets.get(node) is None)
             or _GLOBAL_TAG.search(e.text)
         ):
             continue
@@ -968,7 +973,8 @@ def _global_ranks(events: Sequence[Event]) -> None:
         if pm:
             local.append(pm.group("l"))
         if str(e.rank) in local:
-            e.rank = node_table[e.rank]
+            off = offsets.get(node)
+            e.rank = node_table.get(e.rank, e.rank + off if off is not None else e.rank)
 
 
 _PID = re.compile(
@@ -1418,6 +1424,17 @@ def _virtual_suspects(
             for c in cands
             if c.rank == rank and c.head is not None and any(failed_exit(m) for m in c.members)
         ]
+        if not death:
+            # an error of its own (an exception no entry knows, a cause): the
+            # rank the others waited for is named by it, not by its last step
+            death = [
+                c
+                for c in cands
+                if c.rank == rank
+                and c.head is not None
+                and not c.extra.get("virtual")
+                and c.tier in (TIER_CAUSE, TIER_OWN_SYMPTOM, TIER_OPEN)
+            ]
         if death:
             d = min(death, key=lambda c: (c.t if c.t is not None else math.inf, c.lines[0]))
             out.append(Incident(list(d.members), d.head, rank, d.host, d.tier, d.t, extra))
@@ -1701,8 +1718,10 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
         after = [
             (n, x) for n, x in _around(head, table, reader, 0, TRACEBACK_LINES) if n > head.line
         ]
+        # the header's own prefix may name a local rank mapped to a global one
+        mine = {None, head.rank, _line_rank(head.text)}
         for (n, text), r in zip(after, _line_ranks([x for _, x in after])):
-            if r not in (None, head.rank):
+            if r not in mine:
                 continue  # another rank's line interleaved
             if _frame_line(text):
                 frames += 1
