@@ -10,10 +10,10 @@ does not hold, scored on the initiating line and its rank::
   no entry knows) and its peers report the collective's failure minutes
   later.  The answer is the exception line, on its rank.
 
-Each shape is crossed with four layouts (a console with ``[rankN]:``
+Each shape is crossed with five layouts (a console with ``[rankN]:``
 prefixes, one file per rank named for its rank, one file per node named
-``node2.log``/``worker-2.out`` whose lines name no rank, one console with no
-prefixes at all), the peers' wordings (torch >= 2.2 and older NCCL watchdog
+``node2.log`` whose lines name no rank, one console with no prefixes at all,
+two nodes' torchrun consoles with local ``[defaultN]:`` prefixes), the peers' wordings (torch >= 2.2 and older NCCL watchdog
 lines, Gloo, NCCL remote errors, the c10d store) and two failing ranks.
 Nothing here was fitted to: the probes are for finding classes of failure,
 the figures for the notes.
@@ -87,7 +87,7 @@ WRAPPER = (
     "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), "
     "NCCL version 2.20.5"
 )
-LAYOUTS = ["console", "per-rank", "per-node", "plain"]
+LAYOUTS = ["console", "per-rank", "per-node", "plain", "two-node"]
 WORLD = 4
 
 
@@ -97,6 +97,18 @@ def _write(out: Path, layout: str, timed: list[tuple[float, int, str]]) -> None:
         tag = "[rank{r}]:" if layout == "console" else ""
         text = "".join(f"{tag.format(r=r)}{x}\n" for _, r, x in timed)
         (out / "console.log").write_text(text)
+        return
+    if layout == "two-node":
+        # torchrun --tee on two nodes of two workers: [default<local>]: on every
+        # line, c10d's own log lines also carry [rank<global>]:
+        for node in (0, 1):
+            (out / f"node{node}").mkdir()
+            text = "".join(
+                f"[default{r % 2}]:" + (f"[rank{r}]:" if x.startswith("[E") else "") + x + "\n"
+                for _, r, x in timed
+                if r // 2 == node
+            )
+            (out / f"node{node}" / "console.log").write_text(text)
         return
     for r in range(WORLD):
         name = f"rank{r}.log" if layout == "per-rank" else f"node{r}.log"
@@ -130,7 +142,9 @@ def crash(out: Path, layout: str, wait: str, lines: list[str], rank: int) -> str
 
 
 def warn_chain(out: Path, layout: str, wait: str, warn: str, rank: int) -> str:
-    host = f"node{rank}:{4100 + rank}:{4180 + rank} [{rank}]"
+    # NCCL names the host it runs on: two workers per node in "two-node"
+    node = rank // 2 if layout == "two-node" else rank
+    host = f"node{node}:{4100 + rank}:{4180 + rank} [{rank % 2 if layout == 'two-node' else rank}]"
     first = f"{host} transport/net_ib.cc:1295 NCCL WARN {warn}"
     timed = _steps() + [
         (4.0, rank, first),
@@ -188,9 +202,14 @@ def main(argv: list[str]) -> int:
                 want = make(Path(tmp), layout, wait, what, rank)  # type: ignore[operator]
                 d = dx.diagnose(tmp)
             got = d.initiating
-            # where no line names a rank (a console with no prefixes; files
-            # per node with Gloo's untagged errors) the line alone is scored
-            anonymous = layout == "plain" or (layout == "per-node" and wait == "gloo")
+            # where no line names a global rank (a console with no prefixes;
+            # files per node with Gloo's untagged errors) the line alone is scored
+            anonymous = (
+                layout == "plain"
+                or (layout == "per-node" and wait == "gloo")
+                # no line of the failing node names a global rank
+                or (layout == "two-node" and wait in ("gloo", "last-error"))
+            )
             ok = got is not None and want in got.text and (anonymous or got.rank == rank)
             per_layout[layout].append(ok)
             if not ok and a.show_misses:

@@ -1306,3 +1306,27 @@ def test_a_local_rank_no_line_maps_takes_the_offset_its_node_shows(tmp_path) -> 
         (tmp_path / f"node{node}" / "console.log").write_text("\n".join(lines) + "\n")
     d = diagnose([str(tmp_path)])
     assert d.initiating is not None and d.initiating.text == exc and d.initiating.rank == 6
+
+
+def test_a_busy_workers_local_prefix_is_mapped_to_its_global_rank(tmp_path) -> None:
+    """Two nodes of two workers: node1's worker [default0] (global rank 2)
+    prints only lines no pattern knows while ranks 0, 1 and 3 time out; the
+    offset node1's [default1]:[rank3]: shows, a whole node of workers, maps
+    it, and its last line before the timeouts is named."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    wd = (
+        "[default{l}]:[rank{g}]:[E1204 10:10:0{g}.1 ProcessGroupNCCL.cpp:616] [Rank {g}] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=51, OpType=ALLREDUCE, "
+        "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out."
+    )
+    busy = "[default0]:Running k-means on 2000000 embeddings"
+    for node in (0, 1):
+        lines = [f"[default{i}]:[2024-12-04 10:00:01,000] step 1 loss 1.9" for i in (0, 1)]
+        lines += [busy] if node == 1 else []
+        lines += [wd.format(l=i, g=2 * node + i) for i in (0, 1) if 2 * node + i != 2]
+        (tmp_path / f"node{node}").mkdir()
+        (tmp_path / f"node{node}" / "console.log").write_text("\n".join(lines) + "\n")
+    d = diagnose([str(tmp_path)])
+    assert d.suspect_rank == 2
+    assert d.initiating is not None and d.initiating.text == busy

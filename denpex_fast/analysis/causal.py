@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -697,7 +697,7 @@ def rank_events(
         known_ranks |= set(range(world))
     hidden = shadowed(events, kb)
     live = [e for e in events if e.index not in hidden]
-    _global_ranks(live)
+    nodes = _global_ranks(live)
     _pid_ranks(live)
     if reader is not None:
         known_ranks |= _sibling_ranks(live, reader.labels())
@@ -741,7 +741,7 @@ def rank_events(
         known = {(e.file, e.line): e for e in live if e.role == "cause"}
         for v in virtual:
             if v.head is None and v.rank is not None and v.extra.get("silent_suspect"):
-                busy = _busy_lines(v.rank, live, table, reader)
+                busy = _busy_lines(v.rank, live, table, reader, nodes)
                 busy = [
                     replace(known[(b.file, b.line)], rank=v.rank)
                     if (b.file, b.line) in known
@@ -931,10 +931,11 @@ _LOCAL_ONLY = (
     re.compile(r"\blocal_rank:\s*(?P<l>\d+)\s*\(pid"),
 )
 _LOCAL_PATH = re.compile(r"(?:^|/)attempt_\d+/(?P<l>\d+)/(?:stdout|stderr)\.log$")
+_LOCAL_FORMS = (*_LOCAL_ONLY, _LOCAL_GLOBAL[1])
 _GLOBAL_TAG = re.compile(r"\[rank\d+\]:|\[Rank \d+\]|\bRank \d+\b")
 
 
-def _global_ranks(events: Sequence[Event]) -> None:
+def _global_ranks(events: Sequence[Event]) -> dict[str, tuple[dict[int, int], int | None]]:
     """Map local ranks to global ranks per node (the job's process table).
 
     A multi-node job's agent, console and per-worker files name workers by
@@ -954,10 +955,26 @@ def _global_ranks(events: Sequence[Event]) -> None:
         if all(a == b for a, b in t.items()):
             del table[k]
     if not table:
-        return
+        return {}
     # a node's workers are numbered in one block: the local ranks its table
     # lacks (a worker that never printed both) take the offset the others agree on
     offsets = {k: _rank_offset(list(t.items())) for k, t in table.items()}
+    if any(v is None for v in offsets.values()):
+        # too few pairs to agree: one offset that is a whole number of the
+        # node's workers (node_rank x nproc_per_node) is the block's start
+        workers: dict[str, set[int]] = defaultdict(set)
+        for e in events:
+            for rx in _LOCAL_FORMS:
+                m = rx.search(e.text)
+                if m:
+                    workers[_node(e)].add(int(m.group("l")))
+        # workers per node: the most local ranks any node shows
+        n = max((len(v) for v in workers.values()), default=0)
+        for k, t in table.items():
+            shift = {g - lr for lr, g in t.items()}
+            if offsets[k] is None and len(shift) == 1 and n >= 2:
+                (o,) = shift
+                offsets[k] = o if o > 0 and o % n == 0 else None
     for e in events:
         node = _node(e)
         node_table = table.get(node)
@@ -975,6 +992,7 @@ def _global_ranks(events: Sequence[Event]) -> None:
         if str(e.rank) in local:
             off = offsets.get(node)
             e.rank = node_table.get(e.rank, e.rank + off if off is not None else e.rank)
+    return {k: (t, offsets.get(k)) for k, t in table.items()}
 
 
 _PID = re.compile(
@@ -1803,11 +1821,19 @@ def _record_starts(cands: Sequence[Incident], table: pa.Table, reader: Any) -> N
 
 #: lines read before the first timeout for what a silent suspect was doing
 BUSY_LINES = 6
+#: files (nodes) whose first timeout is read back for it, earliest first
+BUSY_FILES = 4
 #: the signature of those lines (no pattern matched them)
 BUSY_LINE = "rank-busy-line"
 
 
-def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) -> list[Event]:
+def _busy_lines(
+    rank: int,
+    live: Sequence[Event],
+    table: pa.Table,
+    reader: Any,
+    nodes: Mapping[str, tuple[dict[int, int], int | None]] | None = None,
+) -> list[Event]:
     """What the rank the others waited for was doing when they began to wait,
     when it printed no line of its own that says so.
 
@@ -1830,30 +1856,50 @@ def _busy_lines(rank: int, live: Sequence[Event], table: pa.Table, reader: Any) 
     ]
     if not waits:
         return []
-    first = min(waits, key=lambda e: (e.t if e.t is not None else math.inf, e.file, e.line))
-    claimed = {e.line for e in live if e.file == first.file and e.rank not in (None, rank)}
-    errors = {e.line for e in live if e.file == first.file and e.role != "context"}
+    node_of = {e.file: _node(e) for e in live}
+
+    def line_rank(label: str, text: str) -> int | None:
+        # a worker's local prefix ([default0]:) on a node whose table maps it
+        r = _line_rank(text)
+        m = _LOCAL_ONLY[0].match(text)
+        if nodes and r is not None and m and int(m.group("l")) == r:
+            known, off = nodes.get(node_of.get(label, ""), ({}, None))
+            return known.get(r, r + off if off is not None else r)
+        return r
+
     ranked = {e.file for e in live if e.rank is not None}
+    # the first wait of each file that holds one, earliest first: the busy
+    # rank's lines sit before the waits of the file (node) it prints into
+    firsts: dict[str, Event] = {}
+    for e in sorted(waits, key=lambda e: (e.t if e.t is not None else math.inf, e.file, e.line)):
+        firsts.setdefault(e.file, e)
+    for first in list(firsts.values())[:BUSY_FILES]:
+        claimed = {e.line for e in live if e.file == first.file and e.rank not in (None, rank)}
+        errors = {e.line for e in live if e.file == first.file and e.role != "context"}
+        own = [x for x in reader.labels() if x not in ranked and x != first.file]
+        # the unprefixed lines of a waiting rank's own file (and the output a
+        # timeout cut) are its own work when the job has an input that is not
+        # any waiting rank's
+        theirs = _file_ranks([first.file], live).get(first.file) not in (None, rank) and bool(own)
+        got = [] if theirs else _around(first, table, reader, BUSY_LINES, 0)
+        run: list[tuple[int, str]] = []
+        for n, text in reversed([(n, x) for n, x in got if n < first.line]):
+            r = line_rank(first.file, text)
+            if not text.strip() or n in claimed or n in errors or r not in (None, rank):
+                break
+            if (
+                run
+                and r is None
+                and not _INDENTED.search(_body(run[-1][1]))  # a detail continues its record
+                and template(_body(text)) != template(_body(run[-1][1]))
+            ):
+                break  # unprefixed lines of another shape may be any rank's: the work is the last line's
+            run.append((n, text))
+        if run:
+            return [_line_event(first.file, n, x, rank, BUSY_LINE) for n, x in reversed(run)]
+    first = next(iter(firsts.values()))
     own = [x for x in reader.labels() if x not in ranked and x != first.file]
-    # the unprefixed lines of a waiting rank's own file (and the output a
-    # timeout cut) are its own work when the job has an input that is not
-    # any waiting rank's
     theirs = _file_ranks([first.file], live).get(first.file) not in (None, rank) and bool(own)
-    got = [] if theirs else _around(first, table, reader, BUSY_LINES, 0)
-    run: list[tuple[int, str]] = []
-    for n, text in reversed([(n, x) for n, x in got if n < first.line]):
-        if not text.strip() or n in claimed or n in errors or _line_rank(text) not in (None, rank):
-            break
-        if (
-            run
-            and _line_rank(text) is None
-            and not _INDENTED.search(_body(run[-1][1]))  # a detail continues its record
-            and template(_body(text)) != template(_body(run[-1][1]))
-        ):
-            break  # unprefixed lines of another shape may be any rank's: the work is the last line's
-        run.append((n, text))
-    if run:
-        return [_line_event(first.file, n, x, rank, BUSY_LINE) for n, x in reversed(run)]
     # a progress bar redrawn without a newline: the busy rank's last output
     # and a waiting rank's timeout share one line ("... 3/1000 [02:03<11:24:29,
     # 41.19s/it][E ProcessGroupNCCL.cpp:737] [Rank 4] Watchdog caught ...")
