@@ -446,6 +446,12 @@ def _rank_list(ranks: Iterable[int], most: int = 8) -> str:
     return head + (f" and {len(got) - most} more" if len(got) > most else "")
 
 
+def _waits(e: Event) -> bool:
+    """Whether an event reports its rank waiting for a peer: a symptom of a
+    collective or of the store (a timeout, a peer that went away)."""
+    return e.role == "symptom" and e.phase in ("communication", "rendezvous")
+
+
 def _one_silent(waiting: set[int], silent: list[int]) -> bool:
     """One rank reported no wait while the others did: at least two waiting,
     or one when it and the silent rank make up the whole world the job shows
@@ -483,11 +489,7 @@ def _watchdog_suspect(
         # timeout were waiting; the one known rank that reports none is the suspect
         by_sig: dict[str, set[int]] = defaultdict(set)
         for e in events:
-            if (
-                e.role == "symptom"
-                and e.phase in ("communication", "rendezvous")
-                and e.rank is not None
-            ):
+            if _waits(e) and e.rank is not None:
                 by_sig[e.phase].add(e.rank)
         waiting_any = set().union(*by_sig.values()) if by_sig else set()
         # with env:// or tcp:// initialisation rank 0 hosts the store: when
@@ -1371,24 +1373,14 @@ def _virtual_suspects(
     if silent[0] is None and reader is not None:
         # a rank whose lines no pattern knows is still a rank of the job: the
         # rank prefixes at the ends of the inputs where the others wait show it
-        waits = {
-            e.file
-            for e in specific
-            if e.role == "symptom" and e.phase in ("communication", "rendezvous")
-        }
+        waits = {e.file for e in specific if _waits(e)}
         more = _printed_ranks(reader, sorted(waits)) - known_ranks if waits else set()
         if more:
             silent = _watchdog_suspect(specific, known_ranks | more, kb)
     if silent[0] is None:
         # ranks are numbered from 0 without gaps: when at least two wait and
         # one number below the highest of them never appears, it is a rank too
-        waiting = {
-            e.rank
-            for e in specific
-            if e.role == "symptom"
-            and e.phase in ("communication", "rendezvous")
-            and e.rank is not None
-        }
+        waiting = {e.rank for e in specific if _waits(e) and e.rank is not None}
         gap = set(range(max(waiting) + 1)) - waiting - known_ranks if len(waiting) >= 2 else set()
         if len(gap) == 1:
             silent = _watchdog_suspect(specific, known_ranks | gap, kb)
@@ -1494,9 +1486,7 @@ def _quiet_sibling(live: Sequence[Event], reader: Any) -> tuple[str, str] | None
     the store, and prints no error either: its process is the one they
     waited for, whether or not any line names a rank (Gloo's timeouts name
     none).  With its reason; None when no family shows one."""
-    waits = {
-        e.file for e in live if e.role == "symptom" and e.phase in ("communication", "rendezvous")
-    }
+    waits = {e.file for e in live if _waits(e)}
     noisy = {e.file for e in live if e.role != "context"}
     for members in _numbered_families(reader.labels()):
         labels = [label for label, _ in members]
@@ -1783,8 +1773,9 @@ def _unmatched_tracebacks(
             continue
         heads.append(e)
     heads.sort(key=lambda e: (e.t if e.t is not None else math.inf, e.file, e.line))
-    out = [Incident([e], e, e.rank, e.host, TIER_OPEN, e.t, {}) for e in heads]
-    out = out[:UNMATCHED_TRACEBACKS]
+    out = [
+        Incident([e], e, e.rank, e.host, TIER_OPEN, e.t, {}) for e in heads[:UNMATCHED_TRACEBACKS]
+    ]
     _exception_lines(out, table, reader, kb)
     # an exception line a pattern read (a symptom's) is a candidate already
     return [
@@ -1848,8 +1839,7 @@ def _busy_lines(
     waits = [
         e
         for e in live
-        if e.role == "symptom"
-        and e.phase in ("communication", "rendezvous")  # a collective or the store
+        if _waits(e)  # a collective or the store
         and e.rank is not None
         and e.rank != rank
         and e.index >= 0
@@ -1873,14 +1863,19 @@ def _busy_lines(
     firsts: dict[str, Event] = {}
     for e in sorted(waits, key=lambda e: (e.t if e.t is not None else math.inf, e.file, e.line)):
         firsts.setdefault(e.file, e)
+
+    def inputs(first: Event) -> tuple[list[str], bool]:
+        # the inputs no rank claims beside the wait's file; and whether the
+        # unprefixed lines of a waiting rank's own file (and the output a
+        # timeout cut) are its own work: when the job has such an input
+        own = [x for x in reader.labels() if x not in ranked and x != first.file]
+        mine = _file_ranks([first.file], live).get(first.file) not in (None, rank)
+        return own, mine and bool(own)
+
     for first in list(firsts.values())[:BUSY_FILES]:
         claimed = {e.line for e in live if e.file == first.file and e.rank not in (None, rank)}
         errors = {e.line for e in live if e.file == first.file and e.role != "context"}
-        own = [x for x in reader.labels() if x not in ranked and x != first.file]
-        # the unprefixed lines of a waiting rank's own file (and the output a
-        # timeout cut) are its own work when the job has an input that is not
-        # any waiting rank's
-        theirs = _file_ranks([first.file], live).get(first.file) not in (None, rank) and bool(own)
+        _, theirs = inputs(first)
         got = [] if theirs else _around(first, table, reader, BUSY_LINES, 0)
         run: list[tuple[int, str]] = []
         for n, text in reversed([(n, x) for n, x in got if n < first.line]):
@@ -1897,9 +1892,7 @@ def _busy_lines(
             run.append((n, text))
         if run:
             return [_line_event(first.file, n, x, rank, BUSY_LINE) for n, x in reversed(run)]
-    first = next(iter(firsts.values()))
-    own = [x for x in reader.labels() if x not in ranked and x != first.file]
-    theirs = _file_ranks([first.file], live).get(first.file) not in (None, rank) and bool(own)
+    own, theirs = inputs(next(iter(firsts.values())))
     # a progress bar redrawn without a newline: the busy rank's last output
     # and a waiting rank's timeout share one line ("... 3/1000 [02:03<11:24:29,
     # 41.19s/it][E ProcessGroupNCCL.cpp:737] [Rank 4] Watchdog caught ...")
@@ -1954,13 +1947,10 @@ def _frontier(reader: Any, label: str, line: int, text: str) -> tuple[int, str]:
     sharing one console print the same steps one after another; a lagging
     one repeating a step already passed ("cdb=None" after another process's
     "Initializing TorchBackend") is not where the job stopped."""
-    lines = reader.tail_lines(label, REPEAT_BYTES)
-    end = reader.last_line(label)
-    if end is None:
+    got = _tail_at(reader, label, line)
+    if got is None:
         return line, text
-    k = len(lines) - 1 - (end[0] - line)
-    if not 0 <= k < len(lines):
-        return line, text
+    lines, k = got
     shapes = [template(x.rstrip("\r")) if x.strip() else "" for x in lines[: k + 1]]
     first: dict[str, int] = {}
     for i, shape in enumerate(shapes):
@@ -2041,18 +2031,26 @@ def _own_last_line(rank: int, live: Sequence[Event], reader: Any) -> Event | Non
 REPEAT_BYTES = 64 << 10
 
 
+def _tail_at(reader: Any, label: str, line: int) -> tuple[list[str], int] | None:
+    """The last :data:`REPEAT_BYTES` of an input as lines, and the index of
+    its line number ``line`` among them (None when it is not in them)."""
+    lines = reader.tail_lines(label, REPEAT_BYTES)
+    end = reader.last_line(label)
+    if end is None:
+        return None
+    k = len(lines) - 1 - (end[0] - line)
+    return (lines, k) if 0 <= k < len(lines) else None
+
+
 def _repeat_start(reader: Any, label: str, line: int, text: str) -> tuple[tuple[int, str], int]:
     """The first line of the run of lines alike (one template: numbers and
     times masked) that ends at ``line``, and the run's length.  A rank that
     loops on one message ("No tasks for now, maybe more later", a retry)
     entered that state at the run's first line, not its last."""
-    lines = reader.tail_lines(label, REPEAT_BYTES)
-    end = reader.last_line(label)
-    if end is None:
+    got = _tail_at(reader, label, line)
+    if got is None:
         return (line, text), 1
-    k = len(lines) - 1 - (end[0] - line)
-    if not 0 <= k < len(lines):
-        return (line, text), 1
+    lines, k = got
     want = template(lines[k].rstrip("\r"))
     j, i, alike = k, k - 1, 1
     # blank lines between them do not end the run (a paste's joined wraps
