@@ -1330,3 +1330,44 @@ def test_a_busy_workers_local_prefix_is_mapped_to_its_global_rank(tmp_path) -> N
     d = diagnose([str(tmp_path)])
     assert d.suspect_rank == 2
     assert d.initiating is not None and d.initiating.text == busy
+
+
+def test_a_wrapper_whose_message_no_entry_reads_yields_to_the_error_it_wraps(tmp_path) -> None:
+    """``DistBackendError: NCCL error in:`` with its message cut (a paste) is
+    still the wrapper: the runtime failure RCCL printed after it, with no
+    ``[rankN]:`` prefix, is the origin, and it is rank 3's (the only rank the
+    file names)."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    hip = "[FATAL ERROR]: HIP failure: 'invalid device function'"
+    (tmp_path / "log.txt").write_text(
+        "[rank3]: Traceback (most recent call last):\n"
+        '[rank3]:   File "train.py", line 40, in <module>\n'
+        "[rank3]:     dist.all_reduce(t)\n"
+        "[rank3]: torch.distributed.DistBackendError: NCCL error in:\n"
+        "...\n"
+        "\n"
+        f"{hip}\n"
+    )
+    d = diagnose([str(tmp_path / "log.txt")])
+    assert d.initiating is not None and d.initiating.text == hip
+    assert d.initiating.rank == 3
+
+
+def test_an_info_line_the_errors_entry_names_as_its_cause_is_named(tmp_path) -> None:
+    """NCCL could not load the plugin NCCL_NET_PLUGIN asked for (an INFO
+    line), then fails because NCCL_NET asks for that plugin's network: the
+    INFO line of the same process says why.  Another process's INFO line
+    explains nothing."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    info = "gpu7:5100:5130 [1] NCCL INFO NET/Plugin: Could not find: ofi libnccl-net-ofi.so. Using internal network plugin."
+    warn = "gpu7:{pid}:5130 [1] net.cc:626 NCCL WARN Error: network AWS Libfabric not found."
+    for pid, expected in ((5100, info), (5200, warn.format(pid=5200))):
+        job = tmp_path / str(pid)
+        job.mkdir()
+        (job / "log.txt").write_text(
+            f"{info}\ngpu7:5100:5130 [1] NCCL INFO cudaDriverVersion 12040\n{warn.format(pid=pid)}\n"
+        )
+        d = diagnose([str(job / "log.txt")])
+        assert d.initiating is not None and d.initiating.text == expected, pid

@@ -62,6 +62,7 @@ from .incidents import (
     TIER_NAMES,
     TIER_OPEN,
     TIER_OWN_SYMPTOM,
+    TIER_WRAPPER,
     Incident,
     assemble,
     caused_by,
@@ -707,10 +708,12 @@ def rank_events(
     device_note = _device_ranks(live) if not known_ranks else None
     cands = _join_by_pid(assemble(live, kb, exit_code=failed_exit), kb)
     _demote_accounts(cands, kb)
+    _demote_wrapped(cands, live, kb)
     _demote_terminated(cands)
     cands = _join_banners(cands, kb)
     if reader is not None:
         _ranks_from_continuations(cands, table, reader)
+        _ranks_from_file(cands, live)
         _record_starts(cands, table, reader)
         _exception_lines(cands, table, reader, kb)
         cands += _unmatched_tracebacks(live, table, reader, kb)
@@ -1053,6 +1056,18 @@ def _demote_accounts(cands: list[Incident], kb: Any) -> None:
     for c, acc in zip(cands, account):
         if acc and c.rank in own:
             c.tier = TIER_COLLATERAL
+
+
+def _demote_wrapped(cands: list[Incident], live: Sequence[Event], kb: Any) -> None:
+    """An exception line whose class is a wrapper (``DistBackendError: NCCL
+    error in: ...``) reports a failure inside the backend: when no entry read
+    its message, the catch-all that names the line still only wraps it, and
+    an error of its own printed elsewhere (a HIP/CUDA failure, a ``WARN``)
+    says more.  It stays a candidate, in the wrapper tier."""
+    wrapped = {(e.file, e.line) for e in live if "wrapper" in marks(kb, e.signature)}
+    for c in cands:
+        if c.tier == TIER_OPEN and (c.head.file, c.head.line) in wrapped:
+            c.tier = TIER_WRAPPER
 
 
 def _demote_terminated(cands: list[Incident]) -> None:
@@ -1697,6 +1712,20 @@ def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader
             if r is not None:
                 c.rank = r
                 break
+
+
+def _ranks_from_file(cands: Sequence[Incident], live: Sequence[Event]) -> None:
+    """The rank of an error line that names none, in a file whose lines name
+    one rank only: the output of that one process.  A library's own lines
+    (RCCL's ``[FATAL ERROR]: HIP failure``, a C++ ``terminate called``) carry
+    no ``[rankN]:`` prefix although the Python lines around them do."""
+    ranks: dict[str, set[int]] = defaultdict(set)
+    for e in live:
+        if e.rank is not None:
+            ranks[e.file].add(e.rank)
+    for c in cands:
+        if c.rank is None and c.head is not None and len(ranks.get(c.head.file, ())) == 1:
+            c.rank = next(iter(ranks[c.head.file]))
 
 
 #: lines read after a traceback's header for its exception line

@@ -22,7 +22,10 @@ named by) is found from knowledge-base data only:
    symptom, an open-world (``catch-all``) line, a ``wrapper``, a collateral
    symptom; within a tier the earliest line.  Beside a wrapper, open-world
    lines count only when the wrapper's ``caused_by`` reaches them (its own
-   exception lines restate it).
+   exception lines restate it);
+3. an informational (context) line of the same process within ``GAP``
+   lines before the head, whose entry the head's ``caused_by`` names, says
+   why it failed and names the incident (the tier stays the error's).
 """
 
 from __future__ import annotations
@@ -169,6 +172,7 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
     by_file: dict[str, list[Any]] = {}
     records: dict[str, list[Any]] = {}
     preludes: dict[str, list[Any]] = {}
+    context: dict[str, list[Any]] = {}
     for e in events:
         if "prelude" in marks(kb, e.signature):
             preludes.setdefault(e.file, []).append(e)
@@ -178,6 +182,8 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
             by_file.setdefault(e.file, []).append(e)
         elif is_record:
             records.setdefault(e.file, []).append(e)
+        elif not {"traceback-start", "stack-dump"} & set(marks(kb, e.signature)):
+            context.setdefault(e.file, []).append(e)
     out: list[Incident] = []
     for f, evs in by_file.items():
         evs.sort(key=lambda e: (e.line, e.index))
@@ -218,12 +224,28 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
                 and _compatible(_rank_of(g), p.rank)
                 and not any(p.line < o.line < lo and _compatible(o.rank, p.rank) for o in evs)
             )
-            g.sort(key=lambda e: (e.line, e.index))
             head = _head(primary, kb)
+            level = tier(head, kb)
+            # an informational line of the same writer just before the error
+            # that the error's entry names as its cause ("NET/Plugin: Could
+            # not find ..." before "network AWS Libfabric not found") says why
+            why = [
+                c
+                for c in context.get(g[0].file, ())
+                if lo - GAP <= c.line < head.line
+                and c.signature in caused_by(kb, head.signature)
+                and _compatible(_rank_of(g), c.rank)
+                and _same_writer(c.text, head.text)
+                and _same_process(c.text, head.text)
+            ]
+            if why:
+                head = max(why, key=lambda c: c.line)
+                g.append(head)
+            g.sort(key=lambda e: (e.line, e.index))
             rank = head.rank if head.rank is not None else _rank_of(g)
             host = head.host if head.host is not None else next((m.host for m in g if m.host), None)
             ts = [m.t for m in g if m.t is not None]
-            out.append(Incident(g, head, rank, host, tier(head, kb), min(ts) if ts else head.t))
+            out.append(Incident(g, head, rank, host, level, min(ts) if ts else head.t))
     return out
 
 
@@ -251,6 +273,16 @@ def _same_writer(a: str, b: str) -> bool:
     neither does.  The agent's own lines (no prefix) interleave with its
     workers' (prefixed) and belong to another process."""
     return bool(_PREFIXES.match(a or "")) == bool(_PREFIXES.match(b or ""))
+
+
+_NCCL_PID = re.compile(r"^\S*?([\w.-]+):(\d+):\d+ \[\d+\]")
+
+
+def _same_process(a: str, b: str) -> bool:
+    """Whether two lines can come from one process: NCCL's ``host:pid:tid``
+    prefixes, when both lines carry one, name the same host and pid."""
+    ma, mb = _NCCL_PID.match(a or ""), _NCCL_PID.match(b or "")
+    return not (ma and mb) or ma.groups() == mb.groups()
 
 
 def _rank_of(group: Sequence[Any]) -> int | None:
