@@ -1371,3 +1371,25 @@ def test_an_info_line_the_errors_entry_names_as_its_cause_is_named(tmp_path) -> 
         )
         d = diagnose([str(job / "log.txt")])
         assert d.initiating is not None and d.initiating.text == expected, pid
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[rank0]: RuntimeError: [Rank 0]: Ranks 2, 3 failed to pass monitoredBarrier in 30000 ms",
+        "RuntimeError: Rank 2 failed to pass monitoredBarrier in 30000 ms",
+    ],
+)
+def test_the_rank_a_barrier_reports_as_failed_is_named_not_the_root_that_printed_it(
+    tmp_path, line
+) -> None:
+    """monitored_barrier's root (rank 0) names the ranks that never arrived:
+    the line is their account, so it names rank 2 and is no wait of rank 0's
+    (which would make a silent rank the one waited for)."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    steps = [f"[rank{r}]: step 7 loss 2.1" for r in range(4)]
+    (tmp_path / "console.log").write_text("\n".join([*steps, line]) + "\n")
+    d = diagnose([str(tmp_path / "console.log")])
+    assert d.initiating is not None and d.initiating.text == line
+    assert d.initiating.rank == 2

@@ -93,6 +93,7 @@ FIELD_VOCABULARY: dict[str, str] = {
     "iteration": "a training iteration",
     "global_step": "a training step",
     "world_size": "how many ranks the job has",
+    "failed_rank": "the (first) rank a line reports as failed, printed by another rank",
 }
 TIMEOUT_MS_FIELDS = ("timeout_ms",)
 TIMEOUT_S_FIELDS = ("timeout_s",)
@@ -104,6 +105,7 @@ STEP_FIELDS = ("step", "iteration", "global_step")
 EXIT_FIELDS = ("exit_code",)
 SIGNAL_FIELDS = ("signal",)
 WORLD_FIELDS = ("world_size",)
+FAILED_RANK_FIELDS = ("failed_rank",)
 #: a world size above this is a misread, not a job
 MAX_WORLD = 1 << 16
 
@@ -449,8 +451,23 @@ def _rank_list(ranks: Iterable[int], most: int = 8) -> str:
 
 def _waits(e: Event) -> bool:
     """Whether an event reports its rank waiting for a peer: a symptom of a
-    collective or of the store (a timeout, a peer that went away)."""
-    return e.role == "symptom" and e.phase in ("communication", "rendezvous")
+    collective or of the store (a timeout, a peer that went away).  A line
+    that names the rank that failed is that rank's account, not a wait."""
+    return (
+        e.role == "symptom"
+        and e.phase in ("communication", "rendezvous")
+        and field_number(e.fields, FAILED_RANK_FIELDS) is None
+    )
+
+
+def _reported_ranks(live: Sequence[Event]) -> None:
+    """A line that names the rank that failed (``Rank 3 failed to pass
+    monitoredBarrier``, printed by the barrier's root) is about that rank:
+    it takes the rank it names, whoever printed it."""
+    for e in live:
+        r = field_number(e.fields, FAILED_RANK_FIELDS)
+        if r is not None and r >= 0:
+            e.rank = int(r)
 
 
 def _one_silent(waiting: set[int], silent: list[int]) -> bool:
@@ -702,6 +719,7 @@ def rank_events(
     live = [e for e in events if e.index not in hidden]
     nodes = _global_ranks(live)
     _pid_ranks(live)
+    _reported_ranks(live)
     if reader is not None:
         known_ranks |= _sibling_ranks(live, reader.labels())
     known_ranks |= _prefix_ranks(live)
@@ -709,6 +727,12 @@ def rank_events(
     cands = _join_by_pid(assemble(live, kb, exit_code=failed_exit), kb)
     _demote_accounts(cands, kb)
     _demote_wrapped(cands, live, kb)
+    for c in cands:  # the account of a named rank's failure is that rank's own
+        if (
+            c.tier == TIER_COLLATERAL
+            and field_number(c.head.fields, FAILED_RANK_FIELDS) is not None
+        ):
+            c.tier = TIER_OWN_SYMPTOM
     _demote_terminated(cands)
     cands = _join_banners(cands, kb)
     if reader is not None:
