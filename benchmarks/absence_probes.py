@@ -1,4 +1,4 @@
-"""Synthetic probes of two failure shapes, in layouts and wordings the corpus
+"""Synthetic probes of four failure shapes, in layouts and wordings the corpus
 does not hold, scored on the initiating line and its rank::
 
     python benchmarks/absence_probes.py [--show-misses]
@@ -9,6 +9,12 @@ does not hold, scored on the initiating line and its rank::
 * **crash, then timeouts**: one rank dies of an exception (some of a class
   no entry knows) and its peers report the collective's failure minutes
   later.  The answer is the exception line, on its rank.
+* **NCCL WARN, then wrappers**: NCCL's WARN chain on the failing rank, then
+  every rank's Python-level wrapper.  The answer is the first WARN line.
+* **killed, then torn down**: one worker is SIGKILLed (the kernel's OOM
+  killer; its ``dmesg`` line given or not) and prints nothing; its node's
+  torchrun agent reports the exit and stops the others.  The answer is the
+  kernel's line when given, else the agent's, on the killed rank.
 
 Each shape is crossed with five layouts (a console with ``[rankN]:``
 prefixes, one file per rank named for its rank, one file per node named
@@ -172,6 +178,61 @@ def warn_chain(out: Path, layout: str, wait: str, warn: str, rank: int) -> str:
     return first
 
 
+AGENT = "W1204 10:00:05.{n:06d} 900 torch/distributed/elastic/multiprocessing/api.py:{at}] {msg}"
+
+
+def killed(out: Path, layout: str, peers: str, dmesg: str, rank: int) -> str:
+    """One worker is SIGKILLed (the kernel's OOM killer) and prints nothing;
+    its node's torchrun agent reports the exit and stops the others."""
+    local = rank % 2 if layout == "two-node" else rank
+    pid = 5000 + rank
+    failed = f"failed (exitcode: -9) local_rank: {local} (pid: {pid}) of binary: /usr/bin/python3"
+    agent = [
+        AGENT.format(n=i, at=897, msg=f"Sending process {5000 + r} closing signal SIGTERM")
+        for i, r in enumerate(r for r in range(WORLD) if r != rank)
+    ]
+    agent.append(AGENT.format(n=9, at=869, msg=failed).replace("W1204", "E1204", 1))
+    agent += [
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2024-12-04_10:00:05",
+        f"  host      : node{rank // 2 if layout == 'two-node' else 0}",
+        f"  rank      : {rank} (local_rank: {local})",
+        f"  exitcode  : -9 (pid: {pid})",
+        "  error_file: <N/A>",
+        f"  traceback : Signal 9 (SIGKILL) received by PID {pid}",
+    ]
+    timed = _steps()
+    if peers == "sigterm":
+        timed += [
+            (5.5, r, f"[2024-12-04 10:00:05,500] INFO Received SIGTERM, shutting down rank {r}")
+            for r in range(WORLD)
+            if r != rank
+        ]
+    _write(out, layout, timed)
+    # the agent's own lines carry no worker prefix: they go to the console of
+    # the failing worker's node, or to a launcher log beside per-rank files
+    if layout in ("console", "plain"):
+        target = out / "console.log"
+    elif layout == "two-node":
+        target = out / f"node{rank // 2}" / "console.log"
+    elif layout == "per-node":
+        target = out / f"node{rank}.log"
+    else:
+        target = out / "launcher.log"
+    with target.open("a") as f:
+        f.write("".join(f"{x}\n" for x in agent))
+    if dmesg == "dmesg":
+        oom = (
+            f"[Wed Dec  4 10:00:04 2024] Out of memory: Killed process {pid} (python3) "
+            "total-vm:98765432kB, anon-rss:87654321kB, file-rss:0kB, shmem-rss:0kB"
+        )
+        (out / "dmesg.txt").write_text(oom + "\n")
+        return oom
+    return failed
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--show-misses", action="store_true", help="print each probe missed")
@@ -193,6 +254,10 @@ def main(argv: list[str]) -> int:
         "NCCL WARN, then wrappers": (
             warn_chain,
             list(itertools.product(LAYOUTS, ["last-error", "watchdog"], WARNS, (0, 2))),
+        ),
+        "killed, then torn down": (
+            killed,
+            list(itertools.product(LAYOUTS, ["silent", "sigterm"], ["none", "dmesg"], (0, 2))),
         ),
     }
     for name, (make, grid) in families.items():

@@ -1393,3 +1393,30 @@ def test_the_rank_a_barrier_reports_as_failed_is_named_not_the_root_that_printed
     d = diagnose([str(tmp_path / "console.log")])
     assert d.initiating is not None and d.initiating.text == line
     assert d.initiating.rank == 2
+
+
+def test_a_kernel_oom_line_beside_per_node_files_takes_the_rank_its_pid_has(tmp_path) -> None:
+    """The OOM killer names pid 5002; the agent's lines in node2.log pair that
+    pid with rank 2 on host gpu-a17.  dmesg.txt sits at the job's root, whose
+    directory name no launcher line names as a host, so it cannot contradict
+    the pairing."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    job = tmp_path / "n18"
+    job.mkdir()
+    for r in range(4):
+        lines = [f"[2024-12-04 10:00:0{s},000] INFO step {s} loss 1.{s}" for s in (1, 2, 3)]
+        if r == 2:
+            lines += [
+                "E1204 10:00:05.000009 900 torch/distributed/elastic/multiprocessing/api.py:869] "
+                "failed (exitcode: -9) local_rank: 2 (pid: 5002) of binary: /usr/bin/python3",
+                "  host      : gpu-a17",
+                "  rank      : 2 (local_rank: 2)",
+                "  exitcode  : -9 (pid: 5002)",
+            ]
+        (job / f"node{r}.log").write_text("\n".join(lines) + "\n")
+    oom = "[Wed Dec  4 10:00:04 2024] Out of memory: Killed process 5002 (python3) total-vm:9876kB"
+    (job / "dmesg.txt").write_text(oom + "\n")
+    d = diagnose([str(job)])
+    assert d.initiating is not None and d.initiating.text == oom
+    assert d.initiating.rank == 2

@@ -1282,7 +1282,8 @@ def _pid_ranks(events: Sequence[Event]) -> None:
     Launchers print a worker's pid beside its rank (``local_rank: 2 (pid:
     20037)``, ``process 22444 spawned with ... --local_rank=1``); the kernel's
     OOM killer, the scheduler and NCCL's ``host:pid:tid`` name only the pid.
-    A pid seen with two different ranks (reused across restarts) is not used.
+    A pid seen with two different ranks (reused across restarts) is not used;
+    nor is one seen on several hosts for a line whose host is one of them.
     """
     table: dict[tuple[str, str], int | None] = {}
     for e in events:
@@ -1293,13 +1294,16 @@ def _pid_ranks(events: Sequence[Event]) -> None:
         table[key] = e.rank if table.get(key, e.rank) == e.rank else None
     if not table:
         return
+    hosts = {h for h, _ in table}
     for e in events:
         if e.rank is not None:
             continue
         pid = _pid_of(e.text)
         if pid is not None:
             r = table.get((e.host or "", pid))
-            if r is None and not e.host:
+            # a host no launcher line names (a kernel log's directory) cannot
+            # contradict the one rank the pid has elsewhere
+            if r is None and (not e.host or e.host not in hosts):
                 found = {v for (h, p), v in table.items() if p == pid and v is not None}
                 r = found.pop() if len(found) == 1 else None
             if r is not None:
