@@ -1,4 +1,4 @@
-"""Synthetic probes of four failure shapes, in layouts and wordings the corpus
+"""Synthetic probes of five failure shapes, in layouts and wordings the corpus
 does not hold, scored on the initiating line and its rank::
 
     python benchmarks/absence_probes.py [--show-misses]
@@ -15,6 +15,10 @@ does not hold, scored on the initiating line and its rank::
   killer; its ``dmesg`` line given or not) and prints nothing; its node's
   torchrun agent reports the exit and stops the others.  The answer is the
   kernel's line when given, else the agent's, on the killed rank.
+* **a node never joined**: the second node fails while starting (a missing
+  module, no GPU, a full disk) in per-node files, a pdsh console or a Slurm
+  output; the first node prints only the rendezvous or store timeout.  The
+  answer is the second node's error line.
 
 Each shape is crossed with five layouts (a console with ``[rankN]:``
 prefixes, one file per rank named for its rank, one file per node named
@@ -233,6 +237,49 @@ def killed(out: Path, layout: str, peers: str, dmesg: str, rank: int) -> str:
     return failed
 
 
+JOIN_WAITS = {
+    "store-join": "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for "
+    "clients. 1/2 clients joined.",
+    "rdzv-timeout": "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError: ",
+}
+BRINGUP = [
+    "ModuleNotFoundError: No module named 'flash_attn'",
+    "RuntimeError: No CUDA GPUs are available",
+    "/usr/bin/env: 'python3.11': No such file or directory",
+    "OSError: [Errno 28] No space left on device: '/tmp/triton_cache'",
+]
+NODE_LAYOUTS = ["per-node", "pdsh", "slurm"]
+
+
+def never_joined(out: Path, layout: str, wait: str, err: str, rank: int) -> str:
+    """The second node fails while it starts (a missing module, no GPU, a
+    full disk) and never joins; the first node's only failure is the
+    rendezvous or store timeout.  ``rank`` is unused: node 1 failed."""
+    node0 = [
+        "[2024-12-04 10:00:00,000] INFO Starting elastic_operator with launch configs",
+        "[2024-12-04 10:00:01,000] INFO Rendezvous'ing worker group",
+        f"[2024-12-04 10:15:02,000] ERROR {JOIN_WAITS[wait]}",
+    ]
+    node1 = ["[2024-12-04 10:00:00,500] INFO Starting elastic_operator with launch configs", err]
+    if layout == "per-node":
+        (out / "node0.log").write_text("\n".join(node0) + "\n")
+        (out / "node1.log").write_text("\n".join(node1) + "\n")
+    elif layout == "pdsh":
+        rows = [
+            f"gpu-a{n}: {x}"
+            for n, lines in ((0, node0[:2]), (1, node1), (0, node0[2:]))
+            for x in lines
+        ]
+        (out / "console.log").write_text("\n".join(rows) + "\n")
+    else:
+        rows = [
+            f"{n}: {x}" for n, lines in ((0, node0[:2]), (1, node1), (0, node0[2:])) for x in lines
+        ]
+        rows.append("srun: error: gpu-a1: task 1: Exited with exit code 1")
+        (out / "slurm-4242.out").write_text("\n".join(rows) + "\n")
+    return err
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--show-misses", action="store_true", help="print each probe missed")
@@ -259,9 +306,13 @@ def main(argv: list[str]) -> int:
             killed,
             list(itertools.product(LAYOUTS, ["silent", "sigterm"], ["none", "dmesg"], (0, 2))),
         ),
+        "a node never joined": (
+            never_joined,
+            list(itertools.product(NODE_LAYOUTS, JOIN_WAITS, BRINGUP, (1,))),
+        ),
     }
     for name, (make, grid) in families.items():
-        per_layout: dict[str, list[bool]] = {lay: [] for lay in LAYOUTS}
+        per_layout: dict[str, list[bool]] = {lay: [] for lay in dict.fromkeys(g[0] for g in grid)}
         for layout, wait, what, rank in grid:
             with tempfile.TemporaryDirectory() as tmp:
                 want = make(Path(tmp), layout, wait, what, rank)  # type: ignore[operator]
@@ -270,7 +321,8 @@ def main(argv: list[str]) -> int:
             # where no line names a global rank (a console with no prefixes;
             # files per node with Gloo's untagged errors) the line alone is scored
             anonymous = (
-                layout == "plain"
+                make is never_joined  # the failing node's lines name no global rank
+                or layout == "plain"
                 or (layout == "per-node" and wait == "gloo")
                 # no line of the failing node names a global rank
                 or (layout == "two-node" and wait in ("gloo", "last-error"))
