@@ -1420,3 +1420,32 @@ def test_a_kernel_oom_line_beside_per_node_files_takes_the_rank_its_pid_has(tmp_
     d = diagnose([str(job)])
     assert d.initiating is not None and d.initiating.text == oom
     assert d.initiating.rank == 2
+
+
+def test_a_collective_mismatch_names_the_rank_its_reporters_name_after_but(tmp_path) -> None:
+    """Under TORCH_DISTRIBUTED_DEBUG=DETAIL every rank compares the peers'
+    fingerprints with its own and reports the first that differs: the ranks
+    of the majority all name the odd rank after 'but', and so does the
+    diagnosis."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    fp = "CollectiveFingerPrint(SequenceNumber=88, OpType={op})"
+    line = (
+        "[rank{r}]: RuntimeError: Detected mismatch between collectives on ranks. Rank {r} is "
+        "running collective: {mine}, but Rank {o} is running collective: {theirs}."
+    )
+    rows = [f"[rank{r}]: step 12 loss 0.8" for r in range(4)]
+    for r in (0, 1, 3, 2):
+        odd = r == 2
+        rows.append(
+            line.format(
+                r=r,
+                o=0 if odd else 2,
+                mine=fp.format(op="BROADCAST" if odd else "ALLREDUCE"),
+                theirs=fp.format(op="ALLREDUCE" if odd else "BROADCAST"),
+            )
+        )
+    (tmp_path / "console.log").write_text("\n".join(rows) + "\n")
+    d = diagnose([str(tmp_path / "console.log")])
+    assert d.initiating is not None and d.initiating.signature == "torch-collective-mismatch"
+    assert d.initiating.rank == 2
