@@ -1378,6 +1378,9 @@ def test_an_info_line_the_errors_entry_names_as_its_cause_is_named(tmp_path) -> 
     [
         "[rank0]: RuntimeError: [Rank 0]: Ranks 2, 3 failed to pass monitoredBarrier in 30000 ms",
         "RuntimeError: Rank 2 failed to pass monitoredBarrier in 30000 ms",
+        "[rank0]: torch.distributed.DistStoreError: Timed out waiting on barrier on rank 0, for "
+        "key prefix: /torchelastic/agent/exit (world_size=4, missing_ranks=[Rank 2], "
+        "timeout=0:05:00)",
     ],
 )
 def test_the_rank_a_barrier_reports_as_failed_is_named_not_the_root_that_printed_it(
