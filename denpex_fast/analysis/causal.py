@@ -1742,18 +1742,27 @@ def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader
                 break
 
 
+#: lines an unranked error may sit from a line of the one rank its file names
+FILE_RANK_LINES = 32
+
+
 def _ranks_from_file(cands: Sequence[Incident], live: Sequence[Event]) -> None:
     """The rank of an error line that names none, in a file whose lines name
     one rank only: the output of that one process.  A library's own lines
     (RCCL's ``[FATAL ERROR]: HIP failure``, a C++ ``terminate called``) carry
     no ``[rankN]:`` prefix although the Python lines around them do."""
     ranks: dict[str, set[int]] = defaultdict(set)
+    lines: dict[str, list[int]] = defaultdict(list)
     for e in live:
         if e.rank is not None:
             ranks[e.file].add(e.rank)
+            lines[e.file].append(e.line)
     for c in cands:
-        if c.rank is None and c.head is not None and len(ranks.get(c.head.file, ())) == 1:
-            c.rank = next(iter(ranks[c.head.file]))
+        h = c.head
+        if c.rank is None and h is not None and len(ranks.get(h.file, ())) == 1:
+            # only inside that process's record, not anywhere in a long console
+            if any(abs(n - h.line) <= FILE_RANK_LINES for n in lines[h.file]):
+                c.rank = next(iter(ranks[h.file]))
 
 
 #: lines read after a traceback's header for its exception line
