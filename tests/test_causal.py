@@ -1452,3 +1452,23 @@ def test_a_collective_mismatch_names_the_rank_its_reporters_name_after_but(tmp_p
     d = diagnose([str(tmp_path / "console.log")])
     assert d.initiating is not None and d.initiating.signature == "torch-collective-mismatch"
     assert d.initiating.rank == 2
+
+
+@pytest.mark.parametrize(("reporter", "peer", "named"), [(0, 1, 0), (1, 0, 0), (3, 1, 1)])
+def test_a_single_collective_mismatch_report_names_rank_0_when_it_is_one_of_the_two(
+    tmp_path, reporter, peer, named
+) -> None:
+    """One report cannot say which of its two ranks diverged: rank 0 (whose
+    logging, saving or evaluating is the usual odd code path) when it is one
+    of them, else the peer the reporter names."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    line = (
+        f"[rank{reporter}]: RuntimeError: Detected mismatch between collectives on ranks. "
+        f"Rank {reporter} is running collective: CollectiveFingerPrint(SequenceNumber=9, "
+        f"OpType=ALLREDUCE), but Rank {peer} is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=9, OpType=BROADCAST)."
+    )
+    (tmp_path / "log.txt").write_text(line + "\n")
+    d = diagnose([str(tmp_path / "log.txt")])
+    assert d.initiating is not None and d.initiating.rank == named

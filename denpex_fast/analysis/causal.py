@@ -94,6 +94,7 @@ FIELD_VOCABULARY: dict[str, str] = {
     "global_step": "a training step",
     "world_size": "how many ranks the job has",
     "failed_rank": "the (first) rank a line reports as failed, printed by another rank",
+    "reporting_rank": "the rank that printed a report naming another as failed_rank",
 }
 TIMEOUT_MS_FIELDS = ("timeout_ms",)
 TIMEOUT_S_FIELDS = ("timeout_s",)
@@ -106,6 +107,7 @@ EXIT_FIELDS = ("exit_code",)
 SIGNAL_FIELDS = ("signal",)
 WORLD_FIELDS = ("world_size",)
 FAILED_RANK_FIELDS = ("failed_rank",)
+REPORTING_RANK_FIELDS = ("reporting_rank",)
 #: a world size above this is a misread, not a job
 MAX_WORLD = 1 << 16
 
@@ -463,11 +465,32 @@ def _waits(e: Event) -> bool:
 def _reported_ranks(live: Sequence[Event]) -> None:
     """A line that names the rank that failed (``Rank 3 failed to pass
     monitoredBarrier``, printed by the barrier's root) is about that rank:
-    it takes the rank it names, whoever printed it."""
+    it takes the rank it names, whoever printed it.
+
+    A report of two ranks disagreeing (a collective mismatch: the reporting
+    rank and the first peer that differs from it) is read across the job:
+    the ranks of the majority all name the odd one, so with two or more
+    reporters the rank most of them name is it.  A single report cannot
+    say which of its two ranks diverged; when one is rank 0 that one is
+    named, a rank-0-only code path (logging, saving, evaluating) being the
+    usual divergence."""
+    pairs: list[tuple[Event, int, int | None]] = []
     for e in live:
         r = field_number(e.fields, FAILED_RANK_FIELDS)
         if r is not None and r >= 0:
+            by = field_number(e.fields, REPORTING_RANK_FIELDS)
+            pairs.append((e, int(r), int(by) if by is not None else None))
             e.rank = int(r)
+    two = [(e, r, by) for e, r, by in pairs if by is not None]
+    if not two:
+        return
+    if len({by for _, _, by in two}) >= 2:
+        named = Counter(r for _, r, _ in two).most_common(1)[0][0]
+    else:
+        _, r, by = two[0]
+        named = 0 if 0 in (r, by) else r
+    for e, _, _ in two:
+        e.rank = named
 
 
 def _one_silent(waiting: set[int], silent: list[int]) -> bool:
