@@ -74,6 +74,34 @@ class _LazyConsole:
             self._console = Console(stderr=True, quiet=self._quiet, highlight=False, soft_wrap=True)
         return self._console
 
+    @property
+    def is_terminal(self) -> bool:
+        if self._console is not None:
+            return bool(self._console.is_terminal)
+        return self._plain() is None
+
+    def _plain(self) -> Any:
+        """stderr, when plain text is all rich would write to it (not a
+        terminal, no colour forced): a one-line message then costs no import."""
+        if os.environ.get("FORCE_COLOR") or os.environ.get("TTY_COMPATIBLE"):
+            return None
+        try:
+            return None if sys.stderr.isatty() else sys.stderr
+        except (AttributeError, ValueError):
+            return None
+
+    def print(self, *objects: Any, **kw: Any) -> None:
+        plain = self._plain() if self._console is None else None
+        if (
+            plain is not None
+            and all(isinstance(o, str) for o in objects)
+            and kw.get("markup") is False
+        ):
+            if not self._quiet:
+                plain.write(" ".join(objects) + kw.get("end", "\n"))
+            return
+        self.real().print(*objects, **kw)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real(), name)
 
