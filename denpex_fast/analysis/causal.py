@@ -750,12 +750,7 @@ def rank_events(
     cands = _join_by_pid(assemble(live, kb, exit_code=failed_exit), kb)
     _demote_accounts(cands, kb)
     _demote_wrapped(cands, live, kb)
-    for c in cands:  # the account of a named rank's failure is that rank's own
-        if (
-            c.tier == TIER_COLLATERAL
-            and field_number(c.head.fields, FAILED_RANK_FIELDS) is not None
-        ):
-            c.tier = TIER_OWN_SYMPTOM
+    _promote_reports(cands)
     _demote_terminated(cands)
     cands = _join_banners(cands, kb)
     if reader is not None:
@@ -1115,6 +1110,17 @@ def _demote_wrapped(cands: list[Incident], live: Sequence[Event], kb: Any) -> No
     for c in cands:
         if c.tier == TIER_OPEN and (c.head.file, c.head.line) in wrapped:
             c.tier = TIER_WRAPPER
+
+
+def _promote_reports(cands: list[Incident]) -> None:
+    """A peer's report that names the rank that failed (:func:`_reported_ranks`)
+    is that rank's own symptom, not a consequence on the peer that printed it."""
+    for c in cands:
+        if (
+            c.tier == TIER_COLLATERAL
+            and field_number(c.head.fields, FAILED_RANK_FIELDS) is not None
+        ):
+            c.tier = TIER_OWN_SYMPTOM
 
 
 def _demote_terminated(cands: list[Incident]) -> None:
