@@ -546,9 +546,10 @@ static int store_row(scan_ctx *c, unsigned int id, uint64_t end, uint64_t last_b
             at_eol = 1;
         }
     }
-    /* a line of exactly max_text bytes ending in CR: its newline sits at
+    /* the window ends just before the newline (a line of exactly max_text
+     * bytes, or a match whose end takes in a CRLF's CR): the newline sits at
      * `limit`, just outside the search, and the CR must still go */
-    if (from_start && !at_eol && c->mem[limit - c->mem_base] == '\n') at_eol = 1;
+    if (!at_eol && c->mem[limit - c->mem_base] == '\n') at_eol = 1;
     if (hi < lo) hi = lo;
     if (at_eol && hi > lo && c->mem[hi - 1 - c->mem_base] == '\r') hi--;
 

@@ -58,6 +58,8 @@ def oracle(
             rel_end = end - offset
             if rel_end > max_text:  # long line: the max_text bytes ending at the match
                 text = line[rel_end - max_text : rel_end]
+                if rel_end == len(line) and text.endswith(b"\r"):  # a CRLF's CR
+                    text = text[:-1]
             elif len(line) <= max_text:  # whole line, without a CRLF's CR
                 text = line[:-1] if line.endswith(b"\r") else line
             else:  # cut at max_text

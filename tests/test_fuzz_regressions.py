@@ -39,6 +39,21 @@ def test_cr_at_the_text_limit(max_text: int, make_scanner) -> None:
     assert table_rows(s.scan_bytes(data)) == oracle(data, TIMEOUT, max_text=max_text)
 
 
+@pytest.mark.parametrize("max_text", [4, 8, 12])
+def test_a_match_that_takes_in_a_crlfs_cr_past_the_text_limit_drops_it(
+    max_text: int, make_scanner
+) -> None:
+    # the match's own \s* takes in the CR, and the window of max_text bytes
+    # ending there stopped just before the newline: the CR stayed, or went
+    # only when a read boundary fell between CR and LF
+    pats = {"ill": [r"ILL x\s*"]}
+    data = b"\x0b\x13\x08\t\x19\x0c\x03\x18ILL x\r\nnext\r\n"
+    s = make_scanner(pats, max_text=max_text)
+    rows = table_rows(s.scan_bytes(data))
+    assert rows == oracle(data, pats, max_text=max_text)
+    assert not rows[0][4].endswith("\r")
+
+
 def test_pattern_with_lone_surrogate_is_a_pattern_error(make_scanner) -> None:
     # str patterns may carry surrogates (os.fsdecode of undecodable bytes)
     with pytest.raises(dx.PatternError) as ei:

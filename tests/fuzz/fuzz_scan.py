@@ -97,7 +97,8 @@ def _excerpt(data: bytes, offset: int, end: int, max_text: int) -> bytes:
     line = _CSI.sub(b"", data[offset:] if nl < 0 else data[offset:nl])
     rel = end - offset
     if rel > max_text:
-        return line[rel - max_text : rel]
+        w = line[rel - max_text : rel]
+        return w[:-1] if rel == len(line) and w.endswith(b"\r") else w
     if len(line) <= max_text:
         return line[:-1] if line.endswith(b"\r") else line
     return line[:max_text]
