@@ -21,36 +21,9 @@ from typing import Any
 
 import click
 
+from .pandas_guard import without_pandas
+
 EXIT_MATCH, EXIT_NONE, EXIT_ERROR = 0, 1, 2
-
-
-class _NoPandas:
-    """A meta-path entry that refuses ``import pandas``.
-
-    pyarrow imports pandas (about 0.15 s) the first time it converts a Python
-    object, only to recognise pandas inputs; ``denpex scan`` never hands it
-    any, so while the command runs pandas is reported missing and pyarrow takes
-    its no-pandas path (it supports running without pandas).  Library users
-    are not affected: only the command's own process does this, and only when
-    pandas was not imported yet."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ImportError("pandas is not used by this command")
-        return None
-
-
-@contextlib.contextmanager
-def _without_pandas() -> Any:
-    if "pandas" in sys.modules or os.environ.get("DENPEX_ALLOW_PANDAS"):
-        yield
-        return
-    blocker = _NoPandas()
-    sys.meta_path.insert(0, blocker)
-    try:
-        yield
-    finally:
-        sys.meta_path.remove(blocker)
 
 
 def _stderr_console(quiet: bool = False) -> Any:
@@ -295,7 +268,7 @@ def main(ctx: click.Context, verbose: int = 0) -> None:
     _setup_logging(verbose)
     ctx.default_map = _project_defaults(ctx)
     if ctx.invoked_subcommand in ("scan", "diagnose", "demo"):
-        ctx.with_resource(_without_pandas())
+        ctx.with_resource(without_pandas())
 
 
 def run() -> None:
@@ -1100,7 +1073,7 @@ def index_cmd(
     if sum(x is not None for x in (threads, processes, dask_address)) > 1:
         raise click.UsageError("give -j/--threads, -p/--processes or --dask, not two")
     if dask_address is None:  # Dask itself needs pandas; the local index does not
-        click.get_current_context().with_resource(_without_pandas())
+        click.get_current_context().with_resource(without_pandas())
     scanner: Any = None  # the built-in knowledge base, made only when a job needs a scan
     if exprs or files or signature_dirs:  # the user's patterns are checked up front
         try:

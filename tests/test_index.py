@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from click.testing import CliRunner
 from index_helpers import FILLER, OOM, comparable, jobs_in, make_archive, tar_bytes
 
 from denpex_fast.batch.build import build_index
-from denpex_fast.batch.index import IndexOptions
+from denpex_fast.batch.index import IndexOptions, JobContext
 from denpex_fast.batch.query import open_index
 from denpex_fast.cli import main
 from denpex_fast.engine.scanner import Scanner
@@ -347,6 +348,40 @@ def test_process_pool_index_equals_thread_index(tmp_path: Path, scanner: Scanner
             build_index("memory://mem-procs", str(tmp_path / "ix"), scanner=scanner, processes=2)
     finally:
         fs.rm("/mem-procs", recursive=True)
+
+
+def test_worker_process_indexes_without_importing_pandas(tmp_path: Path, scanner: Scanner) -> None:
+    # pyarrow imports pandas (~0.25 s) on its first Python conversion; a
+    # worker never hands it a DataFrame, so its start-up refuses pandas before
+    # unpickling the context imports the scanner, and its job still commits
+    root = tmp_path / "archive"
+    root.mkdir()
+    make_archive(root)
+    ctx = JobContext(scanner, str(tmp_path / "ix"), None, IndexOptions(), {}, scanner.signature_set)
+    (tmp_path / "ctx.pickle").write_bytes(pickle.dumps(ctx))
+    code = textwrap.dedent(
+        """
+        import sys
+        from pathlib import Path
+        from denpex_fast.batch import build
+        from denpex_fast.io.jobs import discover_jobs
+
+        build._init_worker(Path(sys.argv[2]).read_bytes())
+        report = build._index_job_in_worker(discover_jobs(sys.argv[1])[0], None)
+        assert report.status == "indexed", report
+        assert "pandas" not in sys.modules
+        print("ok", report.job)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(tmp_path / "ctx.pickle")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ok ")
 
 
 def test_auto_picks_processes_only_when_the_work_pays_for_them(
