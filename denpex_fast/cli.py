@@ -987,7 +987,7 @@ class _IndexProgress:
     type=click.IntRange(1),
     default=None,
     help="Jobs indexed at once in threads (default: all cores, in worker processes "
-    "when there are two jobs per core and 1 GiB of new or changed jobs, else threads).",
+    "when there are two jobs per core and 32 MiB of new or changed jobs, else threads).",
 )
 @click.option(
     "-p",

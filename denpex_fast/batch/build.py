@@ -130,7 +130,7 @@ def build_index(
     script calling this needs an ``if __name__ == "__main__":`` guard);
     ``processes="auto"`` (what ``denpex index`` does by default): all cores,
     in worker processes when there are at least two jobs per core and
-    :data:`PROCESSES_FROM_BYTES` of new or changed jobs outside memory://,
+    :data:`PROCESSES_FROM_BYTES` (32 MiB) of new or changed jobs outside memory://,
     in threads otherwise;
     ``dask``: a ``distributed.Client``, a scheduler address or ``"local"``
     to run the jobs on a Dask cluster instead; ``prune``: drop jobs no longer under
@@ -301,13 +301,13 @@ def _index_threads(
             raise
 
 
-#: work to index (bytes of new or changed jobs) from which the default is
-#: worker processes.  Their start costs about 0.5 s of CPU each (imports, the
-#: knowledge base); it is paid back once the GIL-bound diagnosis runs in
-#: parallel.  On 2 cores: 40 jobs of 6.4 MiB with few matches, threads 1.31x
-#: the one-thread run and processes 1.21x; 200 jobs of 21 MiB, threads 1.61x
-#: and processes 1.65x (2.20x against 1.50x when every job has ~30,000 matches)
-PROCESSES_FROM_BYTES = 1 << 30
+#: work to index (bytes of new or changed jobs, as stored) from which the
+#: default is worker processes.  Their start costs about 0.3 s of CPU each
+#: (interpreter, imports, the knowledge base; pandas is kept out); it is paid
+#: back once the GIL-bound diagnosis runs in parallel.  On 2 cores, 2 threads
+#: against 2 processes: 10 jobs of 1.5 MiB 0.80 s / 1.08 s, 40 jobs of 1.5 MiB
+#: 2.37 s / 2.17 s, 60 jobs of 21 MiB (775 MB stored) 5.39 s / 4.98 s
+PROCESSES_FROM_BYTES = 32 << 20
 
 
 def _processes_pay(todo: list[Job], store: Any) -> bool:
