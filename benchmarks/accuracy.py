@@ -53,7 +53,17 @@ def _fmt(x: object) -> str:
 
 
 def main(argv: list[str]) -> int:
-    roots = argv or [
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        description="Accuracy of the diagnosis: in-sample, grouped CV, first sight, blind, held-out."
+    )
+    ap.add_argument("corpus", nargs="*", help="case directories (default: the project's corpora)")
+    args = ap.parse_args(argv)
+    missing = [c for c in args.corpus if not Path(c).is_dir()]
+    if missing:
+        ap.error(f"not a corpus directory: {', '.join(missing)}")
+    roots = args.corpus or [
         str(ROOT / "tests/corpus/cases"),
         str(ROOT / "tests/corpus/matrix-shift1"),
         str(ROOT / "tests/corpus/matrix-shift2"),
