@@ -25,6 +25,7 @@ LAYERS = {
     "schema": 0,
     "cachedir": 0,
     "tables": 0,
+    "pandas_guard": 0,
     "textsafe": 0,
     "config": 0,
     "io": 1,

@@ -18,6 +18,7 @@ from typing import Any
 from ..io.jobs import Job, discover_jobs
 from ..pandas_guard import refuse_pandas
 from ..schema import MANIFEST_SCHEMA
+from . import seal
 from .index import IndexOptions, JobContext, JobReport, index_job, plan_job
 from .store import IndexStore, job_of_partition_file
 
@@ -42,6 +43,11 @@ class IndexSummary:
     def ok(self) -> bool:
         """True when no job failed."""
         return not any(r.status == "failed" for r in self.reports)
+
+    @property
+    def job_sizes(self) -> dict[str, list[int]]:
+        """job -> [files, bytes on disk], for every job reported."""
+        return {r.job: [r.files, r.size] for r in self.reports}
 
 
 ProgressHook = Callable[
@@ -168,8 +174,11 @@ def build_index(
 
     store = IndexStore(index, dict(storage_options or {}))
     store.fs.makedirs(store.root, exist_ok=True)
+    sealable = seal.is_local(root) and seal.is_local(index) and dask is None
     with store.writer_lock(lock_timeout):
-        return _build(
+        seal.remove(index)  # first: a run that stops half-way leaves no seal
+        before = seal.walk(root, exclude=index) if sealable else None
+        summary = _build(
             root,
             store,
             context,
@@ -185,6 +194,17 @@ def build_index(
             index,
             t0,
         )
+        if before is not None and summary.ok:
+            request = seal.request_key(
+                root,
+                index,
+                job_glob=job_glob,
+                job_regex=job_regex,
+                signatures=list(sig_paths) if sig_paths else None,
+                binary=opts.binary,
+            )
+            seal.write(root, index, request, before, summary.job_sizes)
+        return summary
 
 
 def _build(

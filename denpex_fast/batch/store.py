@@ -8,6 +8,7 @@ Layout (hive partitioning by ``job``; one directory per job in each dataset)::
     INDEX/diagnosis/job=<job>/part-0.parquet    one row per job
     INDEX/manifest/job=<job>/part-0.parquet     one row per file: size, mtime, hash, status
     INDEX/_manifest_snapshot.parquet            every committed manifest row, for re-indexing
+    INDEX/_seal.json                            stats of archive and index after a clean run (seal.py)
 
 Commits are per job and crash-safe: the partitions are written to
 ``INDEX/.tmp/``, a marker ``INDEX/.pending/<job>`` is created, each partition
