@@ -21,6 +21,10 @@ format        example                                           kind
 ``vllm``      ``INFO 05-01 12:00:00``                             no year
 ``epoch``     ``[1714564800.123]`` (10-digit seconds)             instant
 ``uptime``    ``[12345.678901]`` at line start (dmesg)            uptime
+``slash``     ``2024/05/01 12:00:00`` (Go's ``log``, many C++     naive
+              and Python loggers)
+``us``        ``05/01/2024 12:00:00`` (month first: the           naive
+              ``datefmt`` of Hugging Face's example scripts)
 ============  ================================================  ===========
 
 Fractions beyond microseconds are truncated.  Only the first
@@ -80,6 +84,14 @@ FORMATS: dict[str, str] = {
     ),
     "epoch": r"\[(?P<s>\d{10})(?:\.(?P<f>\d{1,9}))?\]",
     "uptime": r"(?:<\d+>)?\[ *(?P<s>\d{1,9})\.(?P<f>\d{6})\]",
+    "slash": (
+        r"(?P<Y>(?:19|20)\d\d)/(?P<mo>\d\d)/(?P<d>\d\d)[T -](?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)"
+        + _FRAC
+    ),
+    "us": (
+        r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<Y>(?:19|20)\d\d)[ ,-] ?(?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)"
+        + _FRAC
+    ),
 }
 FORMAT_CODES = {name: i + 1 for i, name in enumerate(FORMATS)}
 FORMAT_NAMES = {code: name for name, code in FORMAT_CODES.items()}
@@ -100,6 +112,8 @@ _FIND = "|".join(
         r"\b(?:(?:" + _DOW + r") )?(?:" + _MON + r") +\d{1,2} \d\d:\d\d:\d\d",
         r"\b(?:" + _LEVEL + r") \d\d-\d\d \d\d:\d\d:\d\d",
         _ungrouped(FORMATS["epoch"]),
+        r"\b" + _ungrouped(FORMATS["slash"]).split("(?:[.,]")[0],
+        r"\b" + _ungrouped(FORMATS["us"]).split("(?:[.,]")[0],
     ]
 )
 
