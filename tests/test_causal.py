@@ -1308,6 +1308,34 @@ def test_a_local_rank_no_line_maps_takes_the_offset_its_node_shows(tmp_path) -> 
     assert d.initiating is not None and d.initiating.text == exc and d.initiating.rank == 6
 
 
+def test_pdsh_console_local_ranks_map_through_the_watchdogs_own_rank(tmp_path) -> None:
+    """One pdsh console of a 2 x 4 job (``node2: [default1]:`` prefixes, no
+    ``[rankN]:``): ProcessGroupNCCL's ``[Rank G]`` on the other workers' lines
+    gives node2's block (offset 4), so the worker whose exception no entry
+    knows, local rank 1 there, is global rank 5."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    exc = "node2: [default1]:mydata.errors.ShardCorrupted: /data/shard-0042.tar: truncated"
+    lines = [
+        f"node{n}: [default{i}]:2024-12-04 10:00:01,000 step 1 loss 1.9"
+        for n in (1, 2)
+        for i in range(4)
+    ]
+    lines += ["node2: [default1]:Traceback (most recent call last):", exc]
+    lines += [
+        f"node{n}: [default{i}]:[E1204 10:10:0{i}.1 ProcessGroupNCCL.cpp:616] [Rank {4 * (n - 1) + i}] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=51, OpType=ALLREDUCE, "
+        "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out."
+        for n in (1, 2)
+        for i in range(4)
+        if (n, i) != (2, 1)
+    ]
+    (tmp_path / "console.log").write_text("\n".join(lines) + "\n")
+    d = diagnose([str(tmp_path)])
+    assert d.initiating is not None and d.initiating.line in (9, 10)  # the traceback's incident
+    assert d.initiating.rank == 5 and d.initiating.host == "node2"
+
+
 def test_a_busy_workers_local_prefix_is_mapped_to_its_global_rank(tmp_path) -> None:
     """Two nodes of two workers: node1's worker [default0] (global rank 2)
     prints only lines no pattern knows while ranks 0, 1 and 3 time out; the

@@ -969,12 +969,16 @@ def failed_exit(e: Event) -> bool:
     return code is not None and code != 0 and code not in AGENT_SIGTERM_CODES
 
 
+# the role prefix may follow a host prefix (pdsh, mpirun --tag-output: "node2: ")
+_ROLE = r"^(?:[\w.-]+: )?\[default(?P<l>\d+)\]:"
 _LOCAL_GLOBAL = (
     re.compile(r"\brank\s*:\s*(?P<g>\d+)\s*\(local_rank:\s*(?P<l>\d+)\)"),
-    re.compile(r"^\[default(?P<l>\d+)\]:\[rank(?P<g>\d+)\]:"),
+    re.compile(_ROLE + r"\[rank(?P<g>\d+)\]:"),
+    # ProcessGroupNCCL's "[Rank G]" names the process that prints it
+    re.compile(_ROLE + r"(?!\[rank\d).*?\[Rank (?P<g>\d+)\]"),
 )
 _LOCAL_ONLY = (
-    re.compile(r"^\[default(?P<l>\d+)\]:(?!\[rank\d)"),
+    re.compile(_ROLE + r"(?!\[rank\d)"),
     re.compile(r"\blocal_rank:\s*(?P<l>\d+)\s*\(pid"),
 )
 _LOCAL_PATH = re.compile(r"(?:^|/)attempt_\d+/(?P<l>\d+)/(?:stdout|stderr)\.log$")
