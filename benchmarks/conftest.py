@@ -53,10 +53,20 @@ def pattern_set() -> dict[str, object]:
     d = data_dir()
     hs_file = d / "patterns.hs.txt"
     write_pattern_file(str(hs_file), [e for _, e in pairs])
+    # rg joins -f patterns into one alternation, so an inline flag such as
+    # (?i) would reach the patterns after it: each one is grouped on its own
+    rg_file = d / "patterns.rg.txt"
+    write_pattern_file(str(rg_file), [f"(?:{e})" for _, e in pairs])
     ere = [x for x in (to_grep_ere(e) for _, e in pairs) if x is not None]
     ere_file = d / "patterns.ere.txt"
     write_pattern_file(str(ere_file), ere)
-    return {"pairs": pairs, "hs_file": hs_file, "ere_file": ere_file, "n_ere": len(ere)}
+    return {
+        "pairs": pairs,
+        "hs_file": hs_file,
+        "rg_file": rg_file,
+        "ere_file": ere_file,
+        "n_ere": len(ere),
+    }
 
 
 @pytest.fixture(scope="session")

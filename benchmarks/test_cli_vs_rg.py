@@ -45,7 +45,7 @@ def test_scan_command_vs_ripgrep(
         "-f",
         str(_denpex_patterns(pattern_set, tmp_path)),
     ]
-    rg = ["rg", "--no-unicode", "-f", str(pattern_set["hs_file"])]
+    rg = ["rg", "--no-unicode", "-f", str(pattern_set["rg_file"])]
     if mode == "count":
         denpex += ["-c", str(corpus)]
         rg += ["-c", str(corpus)]

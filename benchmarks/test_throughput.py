@@ -79,7 +79,7 @@ def test_raw_engine_ceiling(
 @pytest.mark.skipif(not have("rg"), reason="ripgrep not installed (apt-get install ripgrep)")
 def test_ripgrep(benchmark, corpus: Path, pattern_set: dict) -> None:
     # stdout to a pipe: rg treats /dev/null as -q and stops early
-    cmd = ["rg", "-j1", "-n", "--no-unicode", "-f", str(pattern_set["hs_file"]), str(corpus)]
+    cmd = ["rg", "-j1", "-n", "--no-unicode", "-f", str(pattern_set["rg_file"]), str(corpus)]
 
     def run() -> float:
         t0 = time.perf_counter()
