@@ -345,6 +345,8 @@ void dx_tally_reset(dx_tally *t) {
     memset(t->last_line, 0, t->n_sigs * sizeof(uint64_t));
     memset(t->kept, 0, t->n_sigs * sizeof(uint64_t));
     memset(t->count, 0, t->n_sigs * sizeof(uint64_t));
+    t->any_last = 0;
+    t->any_count = 0;
 }
 
 void dx_tally_free(dx_tally *t) {
@@ -592,6 +594,10 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     dx_tally *t = c->tally;
     if (id >= t->n_sigs) return 0;
     uint64_t key = c->base_line + c->line + 1;
+    if (t->any_last != key) { /* matches come in end-offset order: lines ascend */
+        t->any_last = key;
+        t->any_count++;
+    }
     if (t->last_line[id] == key) return 0; /* same line, same signature */
     t->last_line[id] = key;
     t->count[id]++;

@@ -68,6 +68,8 @@ typedef struct {
     uint64_t *last_line;  /* per signature: last line reported + 1 (0 = none) */
     uint64_t *kept;       /* per signature: rows stored */
     uint64_t *count;      /* per signature: distinct matching lines seen */
+    uint64_t any_last;    /* last line matched by any signature + 1 (0 = none) */
+    uint64_t any_count;   /* distinct lines matched by any signature (grep -c) */
 } dx_tally;
 
 typedef struct {

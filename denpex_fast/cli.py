@@ -535,9 +535,12 @@ def scan_cmd(
     from .errors import DenpexError
 
     console = _stderr_console(quiet)
-    if count_lines or files_with_matches:
-        # every matching line is a row (exact counts); its text is not shown
+    if (count_lines or files_with_matches) and output:
+        # the table written is every matching line (its text is not shown)
         max_count, max_text = (1 << 62), 1
+    elif count_lines or files_with_matches:
+        # the exact counts come from the scan itself: no row beyond one per signature
+        max_count, max_text = 1, 1
     if quiet:  # only whether a line matched: one row per signature and file is enough
         max_count, max_text = 1, 1
     try:
@@ -622,7 +625,7 @@ def scan_cmd(
     elif files_with_matches:
         so.write_files_with_matches(sys.stdout, result.counts, order)
     elif count_lines:
-        so.write_counts(sys.stdout, table, order, single=len(order) == 1)
+        so.write_counts(sys.stdout, result.matching_lines, order, single=len(order) == 1)
     elif as_json:
         so.write_json(sys.stdout, result, _highlighter(scanner, ignore_case))
     else:

@@ -240,19 +240,10 @@ def write_files_with_matches(out: IO[str], counts: pa.Table, order: Sequence[str
     out.flush()
 
 
-def line_counts(table: pa.Table) -> dict[str, int]:
-    """Distinct matching lines per file (a line matched by several signatures once)."""
-    if not table.num_rows:
-        return {}
-    pairs = pa.table({"file": table.column("file").cast(pa.string()), "line": table["line"]})
-    distinct = pairs.group_by(["file", "line"]).aggregate([])
-    per_file = distinct.group_by("file").aggregate([("line", "count")])
-    return dict(zip(per_file["file"].to_pylist(), per_file["line_count"].to_pylist()))
-
-
-def write_counts(out: IO[str], table: pa.Table, order: Sequence[str], single: bool) -> None:
-    """``-c``: ``path:count`` per file with a match (just the count for one input)."""
-    counts = line_counts(table)
+def write_counts(out: IO[str], counts: dict[str, int], order: Sequence[str], single: bool) -> None:
+    """``-c``: ``path:count`` per file with a match (just the count for one
+    input); ``counts``: distinct matching lines per file
+    (:attr:`~denpex_fast.ScanResult.matching_lines`)."""
     rows = [(f, counts[f]) for f in order if f in counts]
     if rows:
         out.write("\n".join(str(c) if single else f"{f}:{c}" for f, c in rows) + "\n")

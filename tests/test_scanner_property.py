@@ -95,9 +95,14 @@ def test_chunked_scans_equal_whole_scan(
     f.write_bytes(data)
     g = tmp_path / "in.log.gz"
     g.write_bytes(gzip.compress(data))
+    lines = {str(f): n} if (n := len({r[0] for r in whole})) else {}
     for kwargs in ({"unit_size": unit, "threads": 2}, {"mmap": False}):
-        assert sort_rows(table_rows(s.scan([f], **kwargs))) == whole, kwargs
-    assert sort_rows(table_rows(s.scan([g]))) == whole
+        res = s.run([f], **kwargs)
+        assert sort_rows(table_rows(res.table)) == whole, kwargs
+        assert res.matching_lines == lines, kwargs  # ranges add up, a line counts once
+    res = s.run([g])
+    assert sort_rows(table_rows(res.table)) == whole
+    assert res.matching_lines == ({str(g): len({r[0] for r in whole})} if whole else {})
 
 
 @settings(
@@ -121,6 +126,8 @@ def test_row_cap_keeps_first_rows_and_exact_counts(
     for row in full:
         want[row[3]] = want.get(row[3], 0) + 1
     assert counts == want
+    # grep -c: distinct lines any signature matched, whatever the cap
+    assert res.matching_lines == ({str(f): len({r[0] for r in full})} if full else {})
 
 
 @settings(max_examples=300, deadline=None)

@@ -206,6 +206,10 @@ class Tally:
         """Rows stored per signature (a copy)."""
         return np.frombuffer(ffi.buffer(self._ptr.kept, 8 * self.n_sigs), dtype=np.uint64).copy()
 
+    def lines(self) -> int:
+        """Distinct lines matched by any signature (a line several match counts once)."""
+        return int(self._ptr.any_count)
+
 
 @dataclass
 class Options:

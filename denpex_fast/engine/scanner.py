@@ -131,6 +131,9 @@ class ScanResult:
     # later stages read a job's bytes back through one reader
     # (denpex_fast.io.readback.JobBytes), never by reopening labels
     inputs: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: file -> distinct lines any signature matched (exact, whatever the row
+    #: caps; a line several signatures match counts once): ``grep -c``
+    matching_lines: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -233,14 +236,15 @@ class _Done:
     counts: np.ndarray
     newlines: int
     error: FileError | None
-    # a group task: per member (task, counts, first row, end row, error)
-    members: list[tuple[_Task, np.ndarray, int, int, FileError | None]] | None = None
+    # a group task: per member (task, counts, first row, end row, error, lines)
+    members: list[tuple[_Task, np.ndarray, int, int, FileError | None, int]] | None = None
+    lines: int = 0  # distinct lines any signature matched
 
 
 class _FileState:
     """Per-file merge state: line base across ranges, row caps, counts."""
 
-    __slots__ = ("line_base", "kept", "counts", "error", "text_dropped")
+    __slots__ = ("line_base", "kept", "counts", "error", "text_dropped", "lines")
 
     def __init__(self, n_sigs: int) -> None:
         # the per-signature arrays come from the first task (most files have
@@ -250,6 +254,7 @@ class _FileState:
         self.kept: np.ndarray | None = None
         self.counts: np.ndarray | None = None
         self.error: FileError | None = None
+        self.lines = 0  # distinct lines any signature matched (ranges add up)
 
 
 class Scanner:
@@ -573,6 +578,7 @@ class Scanner:
             stats,
             sink.skipped,
             sink.inputs,
+            sink.matching_lines(),
         )
         if sink.errors and errors == "raise":
             raise ScanError(sink.errors, result)
@@ -691,7 +697,9 @@ class Scanner:
         sink.names = [name]
         st = _FileState(len(self.signature_ids))
         batch = self._merge(
-            _Done(task, result, tally.counts(), 0, error), st, pa.array(sink.names, pa.string())
+            _Done(task, result, tally.counts(), 0, error, lines=tally.lines()),
+            st,
+            pa.array(sink.names, pa.string()),
         )
         sink.add_file(0, st)
         sink.bytes = result.scanned
@@ -705,7 +713,12 @@ class Scanner:
             "seconds": time.perf_counter() - t0,
         }
         return ScanResult(
-            table, sink.errors, sink.counts_table(self.signature_ids), stats, sink.skipped
+            table,
+            sink.errors,
+            sink.counts_table(self.signature_ids),
+            stats,
+            sink.skipped,
+            matching_lines=sink.matching_lines(),
         )
 
     # -- internals ----------------------------------------------------------
@@ -897,7 +910,7 @@ class Scanner:
             error = self._scan_stream(
                 task, scratch, opts, tally, result, limits, flag, binary=binary
             )
-        return _Done(task, result, tally.counts(), newlines, error)
+        return _Done(task, result, tally.counts(), newlines, error, lines=tally.lines())
 
     def _run_group(self, task: _Task, flag: _native.CancelFlag) -> _Done:
         """Small mapped files one after another into one result (rows in file
@@ -924,7 +937,7 @@ class Scanner:
                     result=result,
                 )
                 error = _status_error(m.inp.name, rc, err_no, msg)
-            members.append((m, tally.counts(), first, result.n_rows, error))
+            members.append((m, tally.counts(), first, result.n_rows, error, tally.lines()))
         return _Done(task, result, np.zeros(0, np.uint64), 0, None, members)
 
     def _scan_stream(
@@ -1077,9 +1090,10 @@ class Scanner:
             else np.zeros(0, np.uint32)
         )
         n_sigs = len(self.signature_ids)
-        for m, counts, lo, hi, error in done.members:
+        for m, counts, lo, hi, error, lines in done.members:
             st = _FileState(n_sigs)
             st.counts = counts
+            st.lines = lines
             if hi > lo:
                 st.kept = np.bincount(sig[lo:hi], minlength=n_sigs).astype(np.int64)
             st.error = error
@@ -1094,6 +1108,7 @@ class Scanner:
             res.line_view()[:] += np.uint64(st.line_base)
         st.line_base += done.newlines
         st.counts = done.counts if st.counts is None else st.counts + done.counts
+        st.lines += done.lines
         st.text_dropped += res.text_dropped
         if done.error is not None and st.error is None:
             st.error = done.error
@@ -1166,9 +1181,12 @@ class _Collector:
         # per file: (index, signatures that matched, their line counts, rows kept);
         # sparse, so memory grows with matches, not with files x signatures
         self._counts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._lines: list[tuple[int, int]] = []  # (index, distinct matching lines)
 
     def add_file(self, idx: int, st: _FileState) -> None:
         self.text_dropped += st.text_dropped
+        if st.lines:
+            self._lines.append((idx, st.lines))
         counts = st.counts
         nz = np.flatnonzero(counts) if counts is not None else np.zeros(0, np.int64)
         if counts is not None and len(nz):
@@ -1179,6 +1197,11 @@ class _Collector:
             self._streams_skipped += 1
         elif st.error is not None:
             self.errors.append(st.error)
+
+    def matching_lines(self) -> dict[str, int]:
+        """Distinct matching lines per file with a match (a line matched by
+        several signatures counts once), in the order files finished."""
+        return {self.names[idx]: n for idx, n in self._lines}
 
     def files_read(self) -> int:
         """Inputs read (binary ones skipped after decompression not counted)."""

@@ -156,6 +156,13 @@ def relabel_result(result: Any, sp: Spool) -> Any:
     col = pa.chunked_array(chunks, table.schema.field(idx).type)
     result.table = table.set_column(idx, table.schema.field(idx), col)
     result.inputs = {sp.labels.get(k, k): v for k, v in result.inputs.items()}
+    result.matching_lines = {sp.labels.get(k, k): v for k, v in result.matching_lines.items()}
+    counts = result.counts
+    if counts.num_rows:
+        files = pa.array(
+            [sp.labels.get(x, x) for x in counts.column("file").to_pylist()], pa.string()
+        )
+        result.counts = counts.set_column(0, counts.schema.field(0), files)
     result.errors = [replace(e, path=sp.labels.get(e.path, e.path)) for e in result.errors]
     result.skipped = [replace(e, path=sp.labels.get(e.path, e.path)) for e in result.skipped]
     for label, message in sp.errors:
