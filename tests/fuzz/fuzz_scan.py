@@ -156,6 +156,7 @@ def TestOneInput(buf: bytes) -> None:
     )
     s.stream_chunk = chunk
     counts = None
+    lines: dict[str, int] | None = None
     if sources.sniff(data[:8]) is not None:
         path = 0  # a file with gzip/zstd magic is decompressed, not scanned as is
     if path == 0:
@@ -170,6 +171,7 @@ def TestOneInput(buf: bytes) -> None:
         counts = dict(
             zip(res.counts.column("signature").to_pylist(), res.counts.column("lines").to_pylist())
         )
+        lines = res.matching_lines
 
     # a line longer than a piece is cut (see module doc): rows may differ then
     longest = max((len(x) + 1 for x in data.split(b"\n")), default=0)
@@ -185,9 +187,13 @@ def TestOneInput(buf: bytes) -> None:
         assert sorted(rows, key=key) == sorted(want, key=key), (rows, want)
         if counts is not None:
             full: dict[str, int] = {}
-            for r in oracle(data, pats, max_text=max_text):
+            every = oracle(data, pats, max_text=max_text)
+            for r in every:
                 full[r[3]] = full.get(r[3], 0) + 1
             assert counts == full, (counts, full)
+            # grep -c: distinct lines any signature matched, whatever the row cap
+            distinct = len({r[0] for r in every})
+            assert lines == ({str(LOG): distinct} if distinct else {}), (lines, distinct)
 
 
 def main() -> None:
