@@ -989,8 +989,9 @@ class _IndexProgress:
     "--threads",
     type=click.IntRange(1),
     default=None,
-    help="Jobs indexed at once in threads (default: all cores, in worker processes "
-    "when there are two jobs per core and 32 MiB of new or changed jobs, else threads).",
+    help="Jobs indexed at once in threads (default: one job per core, in this process "
+    "and worker processes when there are two jobs per core and 32 MiB of new or changed "
+    "jobs, else in threads).",
 )
 @click.option(
     "-p",

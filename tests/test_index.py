@@ -401,19 +401,67 @@ def test_auto_picks_processes_only_when_the_work_pays_for_them(
     caplog.set_level(logging.INFO, logger="denpex_fast")
     small = build_index(str(root), str(tmp_path / "small"), scanner=scanner, processes="auto")
     assert small.ok and small.count("indexed") == 8
-    assert "worker processes" not in caplog.text  # too little work: threads
+    assert "worker process" not in caplog.text  # too little work: threads
     monkeypatch.setattr(build, "PROCESSES_FROM_BYTES", 1)
     caplog.clear()
-    big = build_index(str(root), str(tmp_path / "big"), scanner=scanner, processes="auto")
+    events: list[str] = []
+    big = build_index(
+        str(root),
+        str(tmp_path / "big"),
+        scanner=scanner,
+        processes="auto",
+        progress=lambda kind, _: events.append(kind),
+    )
     assert big.ok and big.count("indexed") == 8
-    assert "indexing in 2 worker processes" in caplog.text
+    assert "this process and 1 worker process" in caplog.text
+    # the worker is handed its first jobs before this process takes any; per-file
+    # progress comes only from the jobs indexed here
+    files_here, files = events.count("file"), sum(r.files for r in big.reports)
+    assert 0 < files_here < files, (files_here, files)
     assert comparable(open_index(str(tmp_path / "big"))) == comparable(
         open_index(str(tmp_path / "small"))
     )
     # nothing new to index: no worker starts
     caplog.clear()
     again = build_index(str(root), str(tmp_path / "big"), scanner=scanner, processes="auto")
-    assert again.count("unchanged") == 8 and "worker processes" not in caplog.text
+    assert again.count("unchanged") == 8 and "worker process" not in caplog.text
+
+
+def test_a_worker_killed_mid_run_fails_its_jobs_and_a_rerun_completes(
+    tmp_path: Path, scanner: Scanner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import multiprocessing
+
+    from denpex_fast.batch import build
+
+    monkeypatch.setattr("denpex_fast.engine.scanner.default_threads", lambda: 2)
+    monkeypatch.setattr(build, "PROCESSES_FROM_BYTES", 1)
+    root = tmp_path / "archive"
+    root.mkdir()
+    make_archive(root, n_extra=10)
+    reference = tmp_path / "reference"
+    build_index(str(root), str(reference), scanner=scanner, threads=1)
+    killed: list[int] = []
+
+    def kill_the_worker(kind: str, _: object) -> None:
+        if kind == "job" and not killed:
+            for child in multiprocessing.active_children():
+                os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+                killed.append(child.pid)  # type: ignore[arg-type]
+
+    out = tmp_path / "index"
+    first = build_index(
+        str(root), str(out), scanner=scanner, processes="auto", progress=kill_the_worker
+    )
+    assert killed
+    names = [r.job for r in first.reports]
+    assert sorted(names) == sorted(set(names)) and len(names) == 14  # each job once
+    failed = [r for r in first.reports if r.status == "failed"]
+    assert failed and not first.ok
+    assert all("worker process died" in (r.error or "") for r in failed), failed
+    again = build_index(str(root), str(out), scanner=scanner, threads=2)
+    assert again.ok and again.count("indexed") == len(failed)
+    assert comparable(open_index(str(out))) == comparable(open_index(str(reference)))
 
 
 def test_signature_set_pickles_for_workers() -> None:
