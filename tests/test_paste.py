@@ -30,6 +30,8 @@ def _text(lines: list[str]) -> bytes:
     "dressed",
     [
         ["    " + x for x in TRACE],  # a Markdown code block
+        ["  " + x for x in TRACE],  # a code block inside a list item
+        ["   " + x for x in TRACE],
         ["\t" + x for x in TRACE],
         ["> " + x for x in TRACE],  # a quote
         [">     " + x for x in TRACE],  # a quoted code block
@@ -38,7 +40,7 @@ def _text(lines: list[str]) -> bytes:
         ["^[[31m" + x + "^[[0m" for x in TRACE],  # caret notation
         ["[31m" + x + "[0m" for x in TRACE],  # the escape byte lost in a copy
     ],
-    ids=["indent", "tab", "quote", "quoted-block", "ansi", "syslog", "caret", "bare"],
+    ids=["indent", "list-item", "list-item-3", "tab", "quote", "quoted-block", "ansi", "syslog", "caret", "bare"],
 )
 def test_a_paste_is_read_without_its_dressing(tmp_path: Path, dressed: list[str]) -> None:
     assert clean(_text(dressed)) == _text(TRACE)
@@ -53,8 +55,10 @@ def test_a_paste_is_read_without_its_dressing(tmp_path: Path, dressed: list[str]
 
 
 def test_lines_that_carry_their_own_structure_are_left_alone() -> None:
-    # a traceback cut above its first line keeps its two-space frames
+    # a traceback cut above its first line keeps its two-space frames, as does
+    # faulthandler's dump of frames alone
     assert clean(_text(TRACE[1:5])) is None
+    assert clean(_text([TRACE[1], TRACE[3]])) is None
     assert clean(_text(TRACE)) is None
     # indentation that not every line shares, a quote on some lines only
     assert clean(_text(["    a", "b"])) is None

@@ -10,8 +10,11 @@ lines, so such a paste is read through a cleaned copy with the same line numbers
 
 * colour and cursor codes removed;
 * a ``>`` quote that opens every non-blank line removed;
-* indentation of at least four columns (or a tab) that every non-blank line
-  shares removed, as :func:`textwrap.dedent` would;
+* indentation that every non-blank line shares removed, as
+  :func:`textwrap.dedent` would: four columns for a Markdown code block, two
+  or three for a code block inside a list item (but not when that would put
+  a traceback frame, ``File "..."``, at the margin: Python indents frames,
+  and a paste of frames alone shares their indentation);
 * a terminal's hard wraps joined back (three or more lines exactly as long
   as the longest one, or two cut inside a word: each continues on the next),
   the joined line in the first line's place and the lines it absorbed left
@@ -96,7 +99,10 @@ def clean(data: bytes) -> bytes | None:
     if body:
         width = min(len(ln) - len(ln.lstrip(b" \t")) for ln in body)
         lead = body[0][:width]
-        if (width >= 4 or lead.startswith(b"\t")) and all(ln.startswith(lead) for ln in body):
+        # a shallow indent may be the program's own: Python indents every
+        # frame of a traceback (and faulthandler's dump, which is frames only)
+        shallow_ok = width >= 4 or not any(ln[width:].startswith(b'File "') for ln in body)
+        if width and shallow_ok and all(ln.startswith(lead) for ln in body):
             new = b"\n".join(ln[width:] if ln.startswith(lead) else ln for ln in lines)
     new = _unwrap(new)
     return new if new != data else None
