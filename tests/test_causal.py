@@ -1360,6 +1360,40 @@ def test_a_busy_workers_local_prefix_is_mapped_to_its_global_rank(tmp_path) -> N
     assert d.initiating is not None and d.initiating.text == busy
 
 
+def test_local_ranks_no_line_pairs_take_a_block_per_node_in_name_order(tmp_path) -> None:
+    """Two nodes of two workers under gloo: every line says only [defaultN]:,
+    none names a global rank.  node0's [default0] is busy with work of its
+    own while the three others time out.  Without a block per node, node1's
+    waiting [default0] would share rank 0 with it and the silent worker
+    could not be told from a waiting one."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    gloo = (
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+        "Timed out waiting 1800000ms for recv operation to complete"
+    )
+    busy = "[default0]:[2024-12-04 10:00:04,000] INFO Running k-means on 2000000 embeddings"
+    for node in (0, 1):
+        lines = [
+            f"[default{i}]:[2024-12-04 10:00:0{s},000] INFO step {s} loss 1.{9 - s}"
+            for s in (1, 2, 3)
+            for i in (0, 1)
+        ]
+        lines += [busy] if node == 0 else []
+        lines += [f"[default{i}]:{gloo}" for i in (0, 1) if (node, i) != (0, 0)]
+        (tmp_path / f"node{node}").mkdir()
+        (tmp_path / f"node{node}" / "console.log").write_text("\n".join(lines) + "\n")
+    d = diagnose([str(tmp_path)])
+    assert d.suspect_rank == 0
+    assert d.initiating is not None and d.initiating.text == busy
+    assert d.initiating.file.endswith("node0/console.log")
+    assert any("taken in name order" in r for r in d.reasons), d.reasons
+    fates = {f["rank"]: f for f in d.rank_fates.to_pylist()}
+    # three waiting workers, not two local ranks; the busy one printed no error
+    assert fates.get(0, {}).get("first_error_signature") is None
+    assert all(fates[r]["first_error_signature"] == "torch-gloo-timeout" for r in (1, 2, 3))
+
+
 def test_a_wrapper_whose_message_no_entry_reads_yields_to_the_error_it_wraps(tmp_path) -> None:
     """``DistBackendError: NCCL error in:`` with its message cut (a paste) is
     still the wrapper: the runtime failure RCCL printed after it, with no

@@ -740,7 +740,8 @@ def rank_events(
         known_ranks |= set(range(world))
     hidden = shadowed(events, kb)
     live = [e for e in events if e.index not in hidden]
-    nodes = _global_ranks(live)
+    rank_notes: list[str] = []
+    nodes = _global_ranks(live, rank_notes)
     _pid_ranks(live)
     _reported_ranks(live)
     if reader is not None:
@@ -818,7 +819,7 @@ def rank_events(
     if not cands and reader is not None:
         cands = _cut_tracebacks(live, table, reader, kb) or _hung_stacks(live, reader, kb)
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
-    clock = list(skew.evidence) + stall_notes
+    clock = list(skew.evidence) + stall_notes + rank_notes
     if not cands:
         stop = (
             None
@@ -986,7 +987,9 @@ _LOCAL_FORMS = (*_LOCAL_ONLY, _LOCAL_GLOBAL[1])
 _GLOBAL_TAG = re.compile(r"\[rank\d+\]:|\[Rank \d+\]|\bRank \d+\b")
 
 
-def _global_ranks(events: Sequence[Event]) -> dict[str, tuple[dict[int, int], int | None]]:
+def _global_ranks(
+    events: Sequence[Event], notes: list[str] | None = None
+) -> dict[str, tuple[dict[int, int], int | None]]:
     """Map local ranks to global ranks per node (the job's process table).
 
     A multi-node job's agent, console and per-worker files name workers by
@@ -1006,7 +1009,17 @@ def _global_ranks(events: Sequence[Event]) -> dict[str, tuple[dict[int, int], in
         if all(a == b for a, b in t.items()):
             del table[k]
     if not table:
-        return {}
+        table = _node_order_ranks(events)
+        if not table:
+            return {}
+        if notes is not None:
+            n = len(next(iter(table.values())))
+            notes.append(
+                f"no line pairs local with global ranks: the {len(table)} nodes' ranks are "
+                f"taken in name order, {n} per node ("
+                + ", ".join(f"{k}: {min(t.values())}-{max(t.values())}" for k, t in table.items())
+                + ")"
+            )
     # a node's workers are numbered in one block: the local ranks its table
     # lacks (a worker that never printed both) take the offset the others agree on
     offsets = {k: _rank_offset(list(t.items())) for k, t in table.items()}
@@ -1044,6 +1057,32 @@ def _global_ranks(events: Sequence[Event]) -> dict[str, tuple[dict[int, int], in
             off = offsets.get(node)
             e.rank = node_table.get(e.rank, e.rank + off if off is not None else e.rank)
     return {k: (t, offsets.get(k)) for k, t in table.items()}
+
+
+def _node_order_ranks(events: Sequence[Event]) -> dict[str, dict[int, int]]:
+    """Local ranks of two or more nodes that no line pairs with global ranks:
+    each node its own block of ranks, in the nodes' name order.
+
+    Without it every node's ``[default0]:`` is rank 0, and a node's silent
+    worker shares its rank with another node's waiting one.  The order is
+    torchrun's when nodes are started with ``--node-rank`` in host order (the
+    Slurm recipe); the blocks keep the workers apart whatever the order."""
+    workers: dict[str, set[int]] = defaultdict(set)
+    for e in events:
+        if e.rank is None:
+            continue
+        node = _node(e)
+        if node and any(
+            (m := rx.search(e.text)) and int(m.group("l")) == e.rank for rx in _LOCAL_ONLY
+        ):
+            workers[node].add(e.rank)
+    if len(workers) < 2:
+        return {}
+    n = max(max(v) for v in workers.values()) + 1
+    order = sorted(
+        workers, key=lambda k: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", k)]
+    )
+    return {k: {lr: i * n + lr for lr in range(n)} for i, k in enumerate(order)}
 
 
 _PID = re.compile(
