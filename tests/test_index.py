@@ -363,11 +363,11 @@ def test_worker_process_indexes_without_importing_pandas(tmp_path: Path, scanner
         """
         import sys
         from pathlib import Path
-        from denpex_fast.batch import build
+        from denpex_fast.batch import executors
         from denpex_fast.io.jobs import discover_jobs
 
-        build._init_worker(Path(sys.argv[2]).read_bytes())
-        report = build._index_job_in_worker(discover_jobs(sys.argv[1])[0], None)
+        executors._init_worker(Path(sys.argv[2]).read_bytes())
+        report = executors._index_job_in_worker(discover_jobs(sys.argv[1])[0], None)
         assert report.status == "indexed", report
         assert "pandas" not in sys.modules
         print("ok", report.job)
