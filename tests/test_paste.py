@@ -40,7 +40,18 @@ def _text(lines: list[str]) -> bytes:
         ["^[[31m" + x + "^[[0m" for x in TRACE],  # caret notation
         ["[31m" + x + "[0m" for x in TRACE],  # the escape byte lost in a copy
     ],
-    ids=["indent", "list-item", "list-item-3", "tab", "quote", "quoted-block", "ansi", "syslog", "caret", "bare"],
+    ids=[
+        "indent",
+        "list-item",
+        "list-item-3",
+        "tab",
+        "quote",
+        "quoted-block",
+        "ansi",
+        "syslog",
+        "caret",
+        "bare",
+    ],
 )
 def test_a_paste_is_read_without_its_dressing(tmp_path: Path, dressed: list[str]) -> None:
     assert clean(_text(dressed)) == _text(TRACE)
