@@ -1534,3 +1534,31 @@ def test_a_single_collective_mismatch_report_names_rank_0_when_it_is_one_of_the_
     (tmp_path / "log.txt").write_text(line + "\n")
     d = diagnose([str(tmp_path / "log.txt")])
     assert d.initiating is not None and d.initiating.rank == named
+
+
+def test_a_family_entry_names_what_no_specific_entry_reads(tmp_path) -> None:
+    """``CUDA error: <text>`` is read by the CUDA family entry whatever the
+    text; where a specific entry reads the same line (an illegal memory
+    access) that entry names it.  Either way it is a specific cause, and
+    it outranks a peer's timeout printed later."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    wd = (
+        "[rank{r}]:[E1204 10:10:0{r}.1 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=51, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out."
+    )
+    for text, want in (
+        ("CUDA error: invalid configuration argument", "cuda-runtime-error"),
+        ("CUDA error: an illegal memory access was encountered", "cuda-illegal-memory-access"),
+    ):
+        job = tmp_path / want
+        job.mkdir()
+        lines = [f"[rank{r}]:[2024-12-04 10:00:01,000] step 1 loss 1.9" for r in range(4)]
+        lines += ["[rank2]:Traceback (most recent call last):", f"[rank2]:RuntimeError: {text}"]
+        lines += [wd.format(r=r) for r in (0, 1, 3)]
+        (job / "console.log").write_text("\n".join(lines) + "\n")
+        d = diagnose([str(job)])
+        assert d.initiating is not None and d.initiating.rank == 2
+        assert d.initiating.signature == want
+        assert d.initiating.text.endswith(text)

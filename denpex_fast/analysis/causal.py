@@ -2377,7 +2377,9 @@ _LOGGED_FRAME = re.compile(
 
 
 def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
-    """Row indices of catch-all matches on lines another signature also matched.
+    """Row indices of catch-all matches on lines another signature also matched,
+    and of a family's common form (``family`` mark) on lines an entry that
+    reads the line's own message also matched.
 
     Such a row adds nothing: the specific (or benign context) entry says
     more about the line.  A context entry of error severity (an exception's
@@ -2392,7 +2394,16 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
     def defers(e: Event) -> bool:  # an error's wrapper whose message no entry read
         return e.role == "context" and e.severity in ("error", "fatal")
 
+    def family(e: Event) -> bool:
+        return "family" in marks(kb, e.signature)
+
     claimed = {(e.file, e.line) for e in events if not catch_all(e) and not defers(e)}
+    # a family's common form yields to an entry that reads the line's own message
+    named = {
+        (e.file, e.line)
+        for e in events
+        if not catch_all(e) and not family(e) and e.role != "context"
+    }
     # a traceback logged line by line at error level (vLLM's workers:
     # "ERROR <time> [executor.py:1000]   File ...") says "error" on every
     # frame; its exception line is what names the failure
@@ -2407,6 +2418,7 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
         for e in events
         if catch_all(e) and (e.file, e.line) in (said if e.phase == "numerics" else claimed)
     }
+    out |= {e.index for e in events if family(e) and (e.file, e.line) in named}
     best: dict[tuple[str, int], Event] = {}
     for e in events:
         if catch_all(e) and e.index not in out:

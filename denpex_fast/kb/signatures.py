@@ -133,6 +133,8 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "main-first": "a frame of a barrier only the main process (rank 0) ends (main_process_first, "
         "zero_first): when ranks fail waiting in it and rank 0 printed no error, rank 0 is the "
         "suspect",
+        "family": "a whole family of errors read by its common form (CUDA's 'CUDA error: <text>'): a "
+        "specific cause, but it yields to any other cause or symptom entry on the same line",
         "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
         "connection refused): when the host it tried is a rank that printed nothing, "
         "that rank is the suspect",
