@@ -71,7 +71,6 @@ def previous_manifests(
     import hashlib
 
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     stats = store.committed_file_stats("manifest")
     jobs = sorted(store.committed_jobs())
@@ -90,8 +89,7 @@ def previous_manifests(
             if not out[job]:
                 out[job] = [blank | row | {"job": job} for row in known[job]]
             continue
-        with store.fs.open(f, "rb") as fh:
-            rows = pq.ParquetFile(fh).read().to_pylist()
+        rows = store.read_parquet(f).to_pylist()
         out[job].extend(blank | row | {"job": job} for row in rows)
     if stats or refresh:
         schema = pa.schema(list(MANIFEST_SCHEMA) + [pa.field("job", pa.string())])

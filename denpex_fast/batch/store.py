@@ -257,14 +257,33 @@ class IndexStore:
             if job_of_partition_file(f) in done
         )
 
+    def read_parquet(self, path: str) -> pa.Table:
+        """One Parquet file of the index, read whole.
+
+        pyarrow.dataset is not used (it would import pandas), and pyarrow
+        is never handed a Python file or bytes: a pool thread that drops the
+        last reference to a Python-owned buffer must take the GIL, and at
+        interpreter exit Python 3.10 ends such a thread inside C++ frames
+        (SIGABRT, "terminate called without an active exception").  Local
+        files are read by pyarrow itself; other filesystems are copied into
+        an Arrow-owned buffer first.  Decoded on this thread: the files are
+        small.
+        """
+        import pyarrow.parquet as pq
+
+        if self.local:
+            return pq.ParquetFile(path).read(use_threads=False)
+        with self.fs.open(path, "rb") as fh:
+            data = fh.read()
+        buf = pa.allocate_buffer(len(data))
+        memoryview(buf).cast("B")[:] = data
+        return pq.ParquetFile(pa.BufferReader(buf)).read(use_threads=False)
+
     def read_snapshot(self, key: str) -> pa.Table | None:
         """The table :meth:`write_snapshot` stored under ``key``, or None when
         there is none, it was stored under another key or it cannot be read."""
-        import pyarrow.parquet as pq
-
         try:
-            with self.fs.open(self.path(SNAPSHOT), "rb") as fh:
-                table = pq.ParquetFile(fh).read()  # read_table would import pyarrow.dataset
+            table = self.read_parquet(self.path(SNAPSHOT))
         except Exception:  # noqa: BLE001 - missing, torn or foreign: read the partitions
             return None
         meta = table.schema.metadata or {}
