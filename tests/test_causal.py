@@ -1416,6 +1416,27 @@ def test_a_wrapper_whose_message_no_entry_reads_yields_to_the_error_it_wraps(tmp
     assert d.initiating.rank == 3
 
 
+def test_an_untagged_line_beside_a_launchers_tagged_ranks_is_not_theirs(tmp_path) -> None:
+    """mpirun --tag-output (like torchrun's ``[defaultN]:`` and ``srun -l``)
+    tags every line of every rank, so an untagged error line in that file
+    was written by another process (a driver or client beside the ranks):
+    it does not take the rank of the one rank whose lines are there, and
+    the rank's own later CUDA error is the origin."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    cuda = "[1,1]<stderr>:RuntimeError: CUDA error: invalid configuration argument"
+    text = (
+        "[1,0]<stdout>:Training epoch 0\n"
+        "[1,1]<stdout>:Training epoch 0\n"
+        "scheduler.client - ERROR - Failed to reconnect to scheduler, closing client\n"
+        "[1,1]<stdout>:Total batches: 488\n"
+        f"{cuda}\n"
+    )
+    (tmp_path / "log.txt").write_text(text)
+    d = diagnose([str(tmp_path / "log.txt")])
+    assert d.initiating is not None and d.initiating.text == cuda and d.initiating.rank == 1
+
+
 def test_an_info_line_the_errors_entry_names_as_its_cause_is_named(tmp_path) -> None:
     """NCCL could not load the plugin NCCL_NET_PLUGIN asked for (an INFO
     line), then fails because NCCL_NET asks for that plugin's network: the
