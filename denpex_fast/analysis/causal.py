@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..facts.attribution import prefix_length
+from ..facts.attribution import STREAM_TAG, prefix_length
 from ..schema import file_names
 from .incidents import (
     TIER_CAUSE,
@@ -1817,15 +1817,6 @@ def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader
 #: lines an unranked error may sit from a line of the one rank its file names
 FILE_RANK_LINES = 32
 
-#: a tag a launcher or collector puts on *every* line of a process's stream:
-#: mpirun --tag-output ``[1,0]<stdout>:``, torchrun ``[default0]:``, srun -l
-#: ``0: ``, Ray/vLLM ``(Worker pid=1)``.  (PyTorch's ``[rank0]:`` is not one:
-#: it marks the Python lines of an exception only.)
-_STREAM_TAG = re.compile(
-    r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:"
-    r"|\d{1,5}: |\([\w-]+ [^()]*pid=\d+[^()]*\))"
-)
-
 
 def _ranks_from_file(cands: Sequence[Incident], live: Sequence[Event]) -> None:
     """The rank of an error line that names none, in a file whose lines name
@@ -1837,22 +1828,23 @@ def _ranks_from_file(cands: Sequence[Incident], live: Sequence[Event]) -> None:
     line does not: the launcher tags every line of a rank, so an untagged
     line was written by another process (the launcher itself, a driver or
     client beside the ranks)."""
-    ranks: dict[str, set[int]] = defaultdict(set)
-    lines: dict[str, list[int]] = defaultdict(list)
-    tagged: dict[str, list[bool]] = defaultdict(list)
+    ranked: dict[str, list[Event]] = defaultdict(list)
     for e in live:
         if e.rank is not None:
-            ranks[e.file].add(e.rank)
-            lines[e.file].append(e.line)
-            tagged[e.file].append(bool(_STREAM_TAG.match(e.text)))
+            ranked[e.file].append(e)
     for c in cands:
         h = c.head
-        if c.rank is None and h is not None and len(ranks.get(h.file, ())) == 1:
-            if all(tagged[h.file]) and not _STREAM_TAG.match(h.text):
-                continue
-            # only inside that process's record, not anywhere in a long console
-            if any(abs(n - h.line) <= FILE_RANK_LINES for n in lines[h.file]):
-                c.rank = next(iter(ranks[h.file]))
+        if c.rank is not None or h is None:
+            continue
+        mine = ranked.get(h.file, [])
+        if len({e.rank for e in mine}) != 1:
+            continue
+        # only inside that process's record, not anywhere in a long console
+        if not any(abs(e.line - h.line) <= FILE_RANK_LINES for e in mine):
+            continue
+        if not STREAM_TAG.match(h.text) and all(STREAM_TAG.match(e.text) for e in mine):
+            continue
+        c.rank = mine[0].rank
 
 
 #: lines read after a traceback's header for its exception line

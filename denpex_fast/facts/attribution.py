@@ -126,6 +126,10 @@ _HOST_D = r"[A-Za-z][A-Za-z0-9-]*[0-9][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*"
 _N = r"\d{1,7}"
 _MON = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
 
+# Tags a launcher or collector puts on every line of one process's stream.
+_MPI_TAG = r"\[\d+,\d+\]<std(?:out|err)>: ?"  # Open MPI --tag-output
+_WORKER_TAG = r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?"  # Ray / vLLM workers
+
 # Prefixes launchers and log collectors put before a process's own text.
 _CHAIN = (
     "(?:"
@@ -133,12 +137,12 @@ _CHAIN = (
         [
             r"\[[A-Za-z_][\w-]*\d+\]: ?",  # [rank3]: [default3]:
             r"\[\d+\]: ?",  # [${rank}]: template
-            r"\[\d+,\d+\]<std(?:out|err)>: ?",  # Open MPI --tag-output
+            _MPI_TAG,
             # Open MPI --timestamp-output: ctime() glued to the tag that follows
             r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:" + _MON + r") [ \d]\d \d\d:\d\d:\d\d \d{4} ?",
             r" *\d+: ",  # srun --label
             _HOST_D + ": ",  # pdsh
-            r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?",  # Ray / vLLM workers
+            _WORKER_TAG,
             r"\[pod/[^\]\s]+\] ",  # kubectl logs --prefix
             # --timestamps, and CRI files (kubelet's /var/log/pods: "<time> stderr F ")
             r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? (?:std(?:out|err) [FP] )?",
@@ -150,6 +154,15 @@ _CHAIN = (
 )
 
 _CHAIN_RE = re.compile("^" + _CHAIN.removesuffix("?"))  # greedy
+
+
+#: a tag a launcher or collector puts on *every* line of a process's stream:
+#: mpirun --tag-output ``[1,0]<stdout>:``, torchrun ``[default0]:``, srun -l
+#: ``0: ``, Ray/vLLM ``(Worker pid=1)``.  (PyTorch's ``[rank0]:`` is not one:
+#: it marks the Python lines of an exception only.)
+STREAM_TAG = re.compile(
+    r"^\s*(?:" + _MPI_TAG + r"|\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\d{1,5}: |" + _WORKER_TAG + ")"
+)
 
 
 def prefix_length(text: str) -> int:
