@@ -303,10 +303,13 @@ class Scanner:
             raise ValueError("max_rows_per_signature must be >= 1")
         if not 1 <= max_text <= (1 << 24):
             raise ValueError("max_text must be between 1 and 16 MiB")
-        self.signature_set = None
+        self._signature_set: Any = None
+        self._kb_loader: Callable[[], Any] | None = None
         if patterns is None:
-            self.signature_set = _load_signature_set(signatures)
-            patterns = self.signature_set.patterns()
+            if hasattr(signatures, "patterns") and callable(signatures.patterns):
+                self._signature_set, patterns = signatures, signatures.patterns()
+            else:  # the entries themselves load only when asked for
+                patterns, self._kb_loader = _load_kb_patterns(signatures)
         self._patterns = _normalise_patterns(patterns)
         self.signature_ids: list[str] = list(self._patterns)
         self.caseless = caseless
@@ -320,6 +323,21 @@ class Scanner:
         self._sig_dictionary = pa.array(self.signature_ids, pa.string())
         self._local = threading.local()
         self.stream_chunk = STREAM_CHUNK
+
+    @property
+    def signature_set(self) -> Any:
+        """The knowledge base the patterns came from (None for caller-given patterns).
+
+        Loaded on first use: a scan needs only the expressions, which come
+        from a cache keyed by the signature files' bytes.
+        """
+        if self._kb_loader is not None:
+            self._signature_set, self._kb_loader = self._kb_loader(), None
+        return self._signature_set
+
+    @signature_set.setter
+    def signature_set(self, value: Any) -> None:
+        self._signature_set, self._kb_loader = value, None
 
     def _caps(self, default: int, max_rows: Mapping[str, int] | None) -> np.ndarray | None:
         """Per-signature row caps, or None when every signature has ``default``."""
@@ -1245,18 +1263,15 @@ def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:
     return s
 
 
-def _load_signature_set(signatures: Any) -> Any:
+def _load_kb_patterns(signatures: Any) -> tuple[dict[str, list[str]], Callable[[], Any]]:
+    """(patterns, a loader of their SignatureSet) for a path, paths or None (the default set)."""
     from ..kb import signatures as kb
 
     # The Scanner compiles the patterns itself (and names the file of a
     # refused pattern), so the loader does not compile them a second time.
-    if signatures is None:
-        return kb.load_signatures()
-    if hasattr(signatures, "patterns") and callable(signatures.patterns):
-        return signatures
     if isinstance(signatures, (str, bytes, os.PathLike)):
         signatures = [signatures]
-    return kb.load_signatures(list(signatures))
+    return kb.load_patterns(None if signatures is None else list(signatures))
 
 
 def pattern_failure(exc: BaseException, sigs: Mapping[str, Signature]) -> tuple[str, str] | None:

@@ -49,7 +49,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as _dataclass_fields
 from pathlib import Path
@@ -83,6 +83,7 @@ __all__ = [
     "env_signature_paths",
     "format_signature",
     "load_file",
+    "load_patterns",
     "load_signatures",
     "pyproject_signature_paths",
 ]
@@ -773,6 +774,58 @@ def as_path_list(paths: StrPath | Iterable[StrPath] | None) -> list[Path]:
     return [Path(p) for p in paths]
 
 
+def _sources(paths: StrPath | Iterable[StrPath] | None, builtin: bool) -> list[tuple[Path, str]]:
+    """Where :func:`load_signatures` reads, lowest precedence first, with each one's origin."""
+    sources: list[tuple[Path, str]] = []
+    if builtin:
+        sources.append((builtin_signature_dir(), "the built-in knowledge base"))
+    sources += [(p, "pyproject.toml [tool.denpex_fast]") for p in pyproject_signature_paths()]
+    sources += [(p, ENV_VAR) for p in env_signature_paths()]
+    sources += [(p, "the paths argument") for p in as_path_list(paths)]
+    return sources
+
+
+def load_patterns(
+    paths: StrPath | Iterable[StrPath] | None = None,
+    *,
+    builtin: bool = True,
+) -> tuple[dict[str, list[str]], Callable[[], SignatureSet]]:
+    """The id -> expressions map of ``load_signatures(paths, builtin=builtin)``.
+
+    A scan needs only the expressions, and rebuilding every entry of the
+    knowledge base is most of a scan command's start-up.  The map is cached
+    under the bytes of every file the load reads (in order, with the sources
+    they come from), so an edited, added or removed file is a miss.  A set
+    that fails to load is never cached: its error is raised on every call.
+    Also returns a function giving the :class:`SignatureSet` of those same
+    sources (the set already loaded on a miss; loaded when called on a hit).
+    """
+    from . import cache
+
+    sources = _sources(paths, builtin)
+    parts = [f"patterns\0{PARSED_FORMAT}"]
+    try:
+        for path, origin in sources:
+            parts.append(f"source\0{origin}\0{path}")
+            for file in _source_files(path, origin):
+                parts.append(cache.parsed_key(str(file), file.read_bytes(), PARSED_FORMAT))
+    except (OSError, SignatureError):
+        parts = []  # the full load below names the problem
+    key = cache.parsed_key("", "\n".join(parts).encode(), PARSED_FORMAT) if parts else None
+    if key is not None:
+        hit = cache.load_parsed(key)
+        if isinstance(hit, dict) and all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+            for k, v in hit.items()
+        ):
+            return hit, lambda: _merge(sources)
+    kb = _merge(sources)
+    patterns = kb.patterns()
+    if key is not None:
+        cache.store_parsed(key, patterns)
+    return patterns, lambda: kb
+
+
 def load_signatures(
     paths: StrPath | Iterable[StrPath] | None = None,
     *,
@@ -793,13 +846,10 @@ def load_signatures(
     engine): :func:`denpex_fast.engine.kbcheck.load_signatures`, which
     ``dx.load_signatures`` is, loads and then compiles every expression.
     """
-    sources: list[tuple[Path, str]] = []
-    if builtin:
-        sources.append((builtin_signature_dir(), "the built-in knowledge base"))
-    sources += [(p, "pyproject.toml [tool.denpex_fast]") for p in pyproject_signature_paths()]
-    sources += [(p, ENV_VAR) for p in env_signature_paths()]
-    sources += [(p, "the paths argument") for p in as_path_list(paths)]
+    return _merge(_sources(paths, builtin))
 
+
+def _merge(sources: list[tuple[Path, str]]) -> SignatureSet:
     merged: dict[str, Signature] = {}
     for path, origin in sources:
         for sig in _load_source(path, origin):
