@@ -1583,3 +1583,39 @@ def test_a_family_entry_names_what_no_specific_entry_reads(tmp_path) -> None:
         assert d.initiating is not None and d.initiating.rank == 2
         assert d.initiating.signature == want
         assert d.initiating.text.endswith(text)
+
+
+def test_nccl_error_return_traces_are_a_failure_named_by_the_line_they_restate(tmp_path) -> None:
+    """NCCL's ``file:line -> code`` INFO traces are printed by each function
+    a failed call returns through.  A log cut to its NCCL_DEBUG=INFO lines may
+    hold nothing else: the job failed there (never "healthy"), at the first
+    trace of the earliest process.  When the WARN that started the chain is
+    there, the chain is named by that WARN, not by the trace under it; and a
+    specific cause on another rank outranks a bare trace."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    setup = "hostb:700:700 [1] NCCL INFO Bootstrap : Using ib0:192.168.7.3<0>\n"
+    first = "hostb:701:760 [2] NCCL INFO misc/socket.cc:540 -> 2"
+    traces = f"{first}\nhostb:701:760 [2] NCCL INFO bootstrap.cc:281 -> 2\n"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "node2.log").write_text(setup + traces)
+    d = diagnose([str(tmp_path / "a")])
+    assert d.verdict != "no-failure-found"
+    assert d.initiating is not None and d.initiating.text == first
+
+    warn = "hostb:701:760 [2] misc/socket.cc:71 NCCL WARN socketProgress: Connection closed by remote peer hosta<4211>"
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "node2.log").write_text(setup + warn + "\n" + traces)
+    d = diagnose([str(tmp_path / "b")])
+    assert d.initiating is not None and d.initiating.text == warn
+
+    dup = "[1,2]<stdout>:hostc:81:90 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 3000"
+    log = (
+        "[1,3]<stdout>:hostc:82:91 [0] NCCL INFO init.cc:903 -> 5\n"
+        f"{dup}\n"
+        "[1,2]<stdout>:hostc:81:90 [0] NCCL INFO init.cc:867 -> 5\n"
+    )
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "log.txt").write_text(log)
+    d = diagnose([str(tmp_path / "c")])
+    assert d.initiating is not None and d.initiating.text == dup and d.initiating.rank == 2

@@ -129,6 +129,18 @@ def _head(members: Sequence[Any], kb: Any) -> Any:
     # a launcher stopping the other workers ("closing signal SIGTERM") is never
     # what names the record of the worker that failed
     best = min(pool, key=lambda e: (tiers[id(e)], teardown(kb, e.signature), e.line))
+    if tiers[id(best)] == TIER_WRAPPER:
+        # a wrapper restates what its record printed before it (NCCL's WARN
+        # above its `file:line -> code` trace), whatever tier that line is in
+        before = [
+            m
+            for m in members
+            if m.line < best.line
+            and tiers[id(m)] == TIER_COLLATERAL
+            and not teardown(kb, m.signature)
+        ]
+        if before:
+            best = min(before, key=lambda e: e.line)
     seen = {id(best)}
     while True:
         deeper = [
