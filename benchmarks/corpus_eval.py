@@ -729,6 +729,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{'ok' if r.right else 'XX'} {r.case[:52]:52} {r.verdict:16} rank={r.rank} "
             f"{r.signature} {r.where} (truth rank={r.truth_rank} {r.truth_where}) p={r.score:.2f}"
+            + (" VICTIM" if r.downstream_blamed else "")
         )
     for part in ("dev", "blind", "held-out"):
         print(part, json.dumps(rep.summary(part)))
