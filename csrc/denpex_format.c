@@ -42,6 +42,17 @@ static char *put_text(char *o, const unsigned char *s, size_t n) {
         /* the common run: printable ASCII (and tab), or UTF-8 lead/continuation
          * bytes that are not the start of a C1 or line-separator sequence */
         size_t j = i;
+        /* eight bytes at a time while all are printable ASCII (0x20..0x7e):
+         * most log text, and a byte loop of three tests each is the cost */
+        while (j + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + j, 8);
+            const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+            uint64_t del = w ^ (0x7f * ones);
+            if (((w | ((w - 0x20 * ones) & ~w) | ((del - ones) & ~del)) & highs) != 0)
+                break;
+            j += 8;
+        }
         while (j < n) {
             unsigned char c = s[j];
             if (c < 0x20 ? c != '\t' : c == 0x7f)

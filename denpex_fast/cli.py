@@ -280,6 +280,10 @@ def run() -> None:
     written, which turned a successful run into exit status 134.  Python's own
     exit handlers (temporary directories, logging) still run first.
     """
+    # numpy's OpenBLAS starts a thread per core that wakes and spins beside
+    # the scanning threads; nothing here does linear algebra.  Set before any
+    # import of numpy, for this process and the workers it starts.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         main()
         code: Any = 0

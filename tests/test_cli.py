@@ -407,3 +407,32 @@ def test_the_command_exits_without_losing_output_or_leaving_temporary_files(
         cwd=tmp_path,
     )
     assert bad.returncode == 2 and b"missing.log" in bad.stderr
+
+
+def test_the_command_keeps_numpys_blas_to_one_thread_unless_told(tmp_path: Path) -> None:
+    """OpenBLAS would start a spinning thread per core beside the scanning
+    threads; the command sets one thread before numpy loads, and a value the
+    user set stays theirs."""
+    import os
+    import subprocess
+    import sys
+
+    job = tmp_path / "job.log"
+    job.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    probe = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print('BLAS', os.environ.get('OPENBLAS_NUM_THREADS'),"
+        " 'numpy' in sys.modules, file=sys.stderr))\n"
+        f"sys.argv = ['denpex', 'scan', '-q', {str(job)!r}]\n"
+        "from denpex_fast.cli import run\n"
+        "run()\n"
+    )
+    for given, expected in ((None, "1"), ("3", "3")):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        if given is not None:
+            env["OPENBLAS_NUM_THREADS"] = given
+        r = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert r.returncode == 0, r.stderr
+        assert f"BLAS {expected} True" in r.stderr

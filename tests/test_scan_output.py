@@ -66,6 +66,28 @@ def test_c_rows_equal_reference_formatting(rows, chunk: int, start: int) -> None
     assert got == _reference(files[k:], lines[k:], sigs[k:], texts[k:])
 
 
+# mostly printable ASCII (the C writer's eight-bytes-at-a-time path) with the
+# special characters at any position of a word, including its last bytes
+ASCII_HEAVY = st.text(
+    alphabet=st.one_of(
+        st.characters(min_codepoint=0x20, max_codepoint=0x7E),
+        st.characters(min_codepoint=0x20, max_codepoint=0x7E),
+        st.characters(min_codepoint=0x20, max_codepoint=0x7E),
+        st.sampled_from("\x00\x1f\t\n\r\x7f\x80\x9f\u2028\u2029\u00e9"),
+    ),
+    max_size=120,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(ASCII_HEAVY, max_size=8), chunk=st.integers(1, 2000))
+def test_c_rows_equal_reference_on_long_ascii_runs(texts: list[str], chunk: int) -> None:
+    n = len(texts)
+    cols = _columns(["a.log"] * n, list(range(n)), ["oom"] * n, texts)
+    got = b"".join(format_rows(*cols, chunk=chunk)).decode("utf-8")
+    assert got == _reference(["a.log"] * n, list(range(n)), ["oom"] * n, texts)
+
+
 def test_row_larger_than_the_buffer_is_written_whole() -> None:
     text = "\x01" * 5000  # escapes to 20,000 bytes
     got = b"".join(format_rows(*_columns(["f"], [7], ["s"], [text]), chunk=64))
