@@ -45,6 +45,7 @@ validation: every field's rule and its error message naming file, id and field.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -798,7 +799,8 @@ def load_patterns(
     they come from), so an edited, added or removed file is a miss.  A set
     that fails to load is never cached: its error is raised on every call.
     Also returns a function giving the :class:`SignatureSet` of those same
-    sources (the set already loaded on a miss; loaded when called on a hit).
+    sources (the set already loaded on a miss; loaded on its first call on a
+    hit, and the same set on every later call).
     """
     from . import cache
 
@@ -818,7 +820,8 @@ def load_patterns(
             isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
             for k, v in hit.items()
         ):
-            return hit, lambda: _merge(sources)
+            # once: every holder of the function (a scanner and its twins) gets one set
+            return hit, functools.cache(lambda: _merge(sources))
     kb = _merge(sources)
     patterns = kb.patterns()
     if key is not None:
