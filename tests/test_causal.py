@@ -1619,3 +1619,82 @@ def test_nccl_error_return_traces_are_a_failure_named_by_the_line_they_restate(t
     (tmp_path / "c" / "log.txt").write_text(log)
     d = diagnose([str(tmp_path / "c")])
     assert d.initiating is not None and d.initiating.text == dup and d.initiating.rank == 2
+
+
+def test_a_rank_claimed_twice_in_one_round_is_where_the_job_went_wrong(tmp_path) -> None:
+    """Two processes announcing the same global rank before the world's
+    claims are all in took one rank (a launch that does not match the
+    trainer's layout); the later traceback follows from it.  A new attempt's
+    round of claims, and one rank's own file claiming its rank on every
+    restart, are not duplicates."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    claim = "Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {m}/4"
+    dup = claim.format(r=1, m=2)
+    text = "\n".join(
+        [
+            "GPU available: True (cuda), used: True",
+            claim.format(r=1, m=2),
+            claim.format(r=0, m=1),
+            dup,
+            claim.format(r=0, m=1),
+            "Traceback (most recent call last):",
+            '  File "train.py", line 9, in <module>',
+            "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 2/4 clients joined.",
+            "",
+        ]
+    )
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "slurm-77.out").write_text(text)
+    d = diagnose([str(tmp_path / "a" / "slurm-77.out")])
+    assert d.initiating is not None and d.initiating.line == 4 and d.initiating.rank == 1
+    assert any("claimed a second time" in r for r in d.reasons)
+
+    # a restart: every rank claims again in the next attempt's round
+    rounds = [claim.format(r=r, m=r + 1) for r in (2, 0, 3, 1)] * 2
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "console.log").write_text("\n".join([*rounds, f"[rank3]: {oom}", ""]))
+    d = diagnose([str(tmp_path / "b" / "console.log")])
+    assert d.initiating is not None and d.initiating.text.endswith(oom)
+    assert not any("claimed a second time" in r for r in d.reasons)
+
+    # one rank's own file across two attempts
+    (tmp_path / "c").mkdir()
+    for r in range(4):
+        lines = [claim.format(r=r, m=r + 1)] * 2 + [f"step 10 loss 1.5 rank {r}"]
+        if r == 2:
+            lines.append(oom)
+        (tmp_path / "c" / f"rank{r}.log").write_text("\n".join([*lines, ""]))
+    d = diagnose([str(tmp_path / "c")])
+    assert d.initiating is not None and d.initiating.text == oom and d.initiating.rank == 2
+
+
+def test_the_rank_alone_in_another_kind_of_collective_took_another_path(tmp_path) -> None:
+    """Ranks that time out in one collective (the same SeqNum) but in
+    different kinds of work: the one rank in a REDUCE while its peers wait in
+    an ALLGATHER ran a branch they did not.  It is named by its own wait line,
+    and the reason says so; when all wait in the same kind, no rank is
+    singled out that way."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    line = (
+        "[E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=5120, OpType={op}, Timeout(ms)=600000) ran for 600412 milliseconds "
+        "before timing out."
+    )
+    ops = {2: "ALLGATHER", 3: "ALLGATHER", 0: "REDUCE", 1: "ALLGATHER"}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "log.txt").write_text(
+        "\n".join(line.format(r=r, op=op) for r, op in ops.items()) + "\n"
+    )
+    d = diagnose([str(tmp_path / "a" / "log.txt")])
+    assert d.initiating is not None and d.initiating.rank == 0 and d.initiating.line == 3
+    assert any("waits in REDUCE while ranks 1, 2, 3 wait in ALLGATHER" in r for r in d.reasons)
+
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "log.txt").write_text(
+        "\n".join(line.format(r=r, op="ALLGATHER") for r in ops) + "\n"
+    )
+    d = diagnose([str(tmp_path / "b" / "log.txt")])
+    assert not any("code path diverged" in r for r in d.reasons)

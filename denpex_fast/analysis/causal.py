@@ -95,6 +95,8 @@ FIELD_VOCABULARY: dict[str, str] = {
     "world_size": "how many ranks the job has",
     "failed_rank": "the (first) rank a line reports as failed, printed by another rank",
     "reporting_rank": "the rank that printed a report naming another as failed_rank",
+    "global_rank": "the global rank a process announces it took (a rank-claim line)",
+    "optype": "the kind of collective a watchdog timed out in (ALLREDUCE, BROADCAST)",
 }
 TIMEOUT_MS_FIELDS = ("timeout_ms",)
 TIMEOUT_S_FIELDS = ("timeout_s",)
@@ -108,6 +110,8 @@ SIGNAL_FIELDS = ("signal",)
 WORLD_FIELDS = ("world_size",)
 FAILED_RANK_FIELDS = ("failed_rank",)
 REPORTING_RANK_FIELDS = ("reporting_rank",)
+CLAIMED_RANK_FIELDS = ("global_rank",)
+OPTYPE_FIELDS = ("optype",)
 #: a world size above this is a misread, not a job
 MAX_WORLD = 1 << 16
 
@@ -192,6 +196,11 @@ class Ranking:
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def field_text(fields: dict[str, str], names: Sequence[str]) -> str | None:
+    """The first of ``names`` an event's fields hold, as written (None when none)."""
+    return next((fields[n] for n in names if fields.get(n)), None)
 
 
 def field_number(fields: dict[str, str], names: Sequence[str]) -> float | None:
@@ -614,6 +623,22 @@ def _watchdog_suspect(
                 f"rank {behind[0]} completed NCCL work {completed[behind[0]]:g}, "
                 f"the other ranks {top:g}: it fell behind first"
             ]
+    # one collective, two kinds of work: the rank alone in its kind (a
+    # REDUCE where the others wait in an ALLGATHER) took another code path
+    kinds: dict[str, set[int]] = defaultdict(set)
+    for e in events:
+        op = field_text(e.fields, OPTYPE_FIELDS)
+        if e.rank is not None and op and field_number(e.fields, SEQ_FIELDS) == seq:
+            kinds[op].add(e.rank)
+    if len(kinds) == 2:
+        (op_a, a), (op_b, b) = sorted(kinds.items(), key=lambda kv: len(kv[1]))
+        if len(a) == 1 and len(b) >= 2 and not a & b:
+            (odd,) = a
+            return odd, [
+                f"at collective SeqNum {int(seq)} rank {odd} waits in {op_a} while ranks "
+                f"{', '.join(map(str, sorted(b)))} wait in {op_b}: its code path diverged "
+                "from theirs (a branch or a collective only some ranks run)"
+            ]
     # a rank reporting another communication symptom (no SeqNum) was waiting too
     waiting = waiting | {
         e.rank
@@ -624,7 +649,7 @@ def _watchdog_suspect(
     if _one_silent(waiting, silent):
         return silent[0], [
             f"{_ranks_word(len(waiting))} {'times' if len(waiting) == 1 else 'time'} out in "
-            f"collective SeqNum {seq:g}; "
+            f"collective SeqNum {int(seq)}; "
             f"rank {silent[0]} does not: it never entered it"
         ]
     return None, []
@@ -754,6 +779,7 @@ def rank_events(
     _promote_reports(cands)
     _demote_terminated(cands)
     cands = _join_banners(cands, kb)
+    cands += _duplicate_claims(live, kb)
     if reader is not None:
         _ranks_from_continuations(cands, table, reader)
         _ranks_from_file(cands, live)
@@ -873,8 +899,9 @@ def rank_events(
         # is not the failed one (None when nothing singles a rank out)
         first = replace(first, rank=top.rank)
     reasons = _evidence(top, first, virtual_why, X[order[0]], model)
-    if top.extra.get("stack_dump"):
-        reasons.insert(0, str(top.extra["stack_dump"]))
+    for note in ("stack_dump", "duplicate_claim"):
+        if top.extra.get(note):
+            reasons.insert(0, str(top.extra[note]))
     if top.extra.get("cut_traceback"):
         reasons.insert(
             0,
@@ -1153,6 +1180,53 @@ def _demote_wrapped(cands: list[Incident], live: Sequence[Event], kb: Any) -> No
     for c in cands:
         if c.tier == TIER_OPEN and (c.head.file, c.head.line) in wrapped:
             c.tier = TIER_WRAPPER
+
+
+def _duplicate_claims(live: Sequence[Event], kb: Any) -> list[Incident]:
+    """Two processes that took one global rank.
+
+    A ``rank-claim`` line (Lightning's ``GLOBAL_RANK: r, MEMBER: m/N``) is
+    printed once per process and attempt.  In a file where several processes
+    write, a rank claimed a second time before the world's N claims are in
+    (an attempt's round) was taken by two processes: the launch and the
+    trainer disagree on the job's layout, the ranks above are never started,
+    and whatever fails later (a rendezvous timeout, a hang, a collective
+    error) follows from it.  The second claim is where that shows.  A file
+    of one process's own output (one rank claimed, once per restart) is
+    never read as a duplicate.  It is the rank's own symptom, not the cause:
+    a line saying why the launch went wrong (a warning that srun is not used)
+    is the better name when there is one."""
+    by_file: dict[str, list[Event]] = defaultdict(list)
+    for e in live:
+        if "rank-claim" in marks(kb, e.signature):
+            by_file[e.file].append(e)
+    out: list[Incident] = []
+    for claims in by_file.values():
+        ranks = [field_number(e.fields, CLAIMED_RANK_FIELDS) for e in claims]
+        if len({r for r in ranks if r is not None}) < 2:
+            continue
+        seen: set[float] = set()
+        for e, r in sorted(zip(claims, ranks), key=lambda x: x[0].line):
+            world = field_number(e.fields, WORLD_FIELDS)
+            if r is None or world is None:
+                continue
+            if len(seen) >= world:  # a round is complete: the next attempt's claims
+                seen = set()
+            if r not in seen:
+                seen.add(r)
+                continue
+            rank = int(r)
+            note = (
+                f"rank {rank} is claimed a second time ({e.where()}) before all {int(world)} "
+                f"ranks were: two processes took rank {rank}, so the ranks above are never "
+                "started and what fails later follows from it"
+            )
+            out.append(
+                Incident([e], replace(e, rank=rank), rank, e.host, TIER_OWN_SYMPTOM, e.t,
+                         {"duplicate_claim": note})
+            )  # fmt: skip
+            break
+    return out
 
 
 def _promote_reports(cands: list[Incident]) -> None:
@@ -1559,6 +1633,17 @@ def _virtual_suspects(
                 and c.head is not None
                 and not c.extra.get("virtual")
                 and c.tier in (TIER_CAUSE, TIER_OWN_SYMPTOM, TIER_OPEN)
+            ]
+        if not death and kind == "silent_suspect":
+            # a suspect that itself waits (in another kind of collective than
+            # its peers) is named by its own wait: where its path went
+            death = [
+                c
+                for c in cands
+                if c.rank == rank
+                and c.head is not None
+                and field_text(c.head.fields, OPTYPE_FIELDS)
+                and field_number(c.head.fields, SEQ_FIELDS) is not None
             ]
         if death:
             d = min(death, key=lambda c: (c.t if c.t is not None else math.inf, c.lines[0]))

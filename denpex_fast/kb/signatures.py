@@ -135,6 +135,9 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "main-first": "a frame of a barrier only the main process (rank 0) ends (main_process_first, "
         "zero_first): when ranks fail waiting in it and rank 0 printed no error, rank 0 is the "
         "suspect",
+        "rank-claim": "a process announcing the global rank it took, once per process and attempt "
+        "(its rank and the world size in the fields): one rank claimed twice in a file before the "
+        "world's claims are all in means two processes took that rank",
         "family": "a whole family of errors read by its common form (CUDA's 'CUDA error: <text>'): a "
         "specific cause, but it yields to any other cause or symptom entry on the same line",
         "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
