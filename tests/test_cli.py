@@ -431,8 +431,15 @@ def test_the_command_keeps_numpys_blas_to_one_thread_unless_told(tmp_path: Path)
         env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
         if given is not None:
             env["OPENBLAS_NUM_THREADS"] = given
+        # run from the job's folder: `-c` puts the working directory first on
+        # sys.path, and a source checkout there has no built extension
         r = subprocess.run(
-            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
+            [sys.executable, "-c", probe],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert r.returncode == 0, r.stderr
         assert f"BLAS {expected} True" in r.stderr
