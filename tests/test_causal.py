@@ -1698,3 +1698,39 @@ def test_the_rank_alone_in_another_kind_of_collective_took_another_path(tmp_path
     )
     d = diagnose([str(tmp_path / "b" / "log.txt")])
     assert not any("code path diverged" in r for r in d.reasons)
+
+
+def test_the_rank_whose_collective_record_differs_at_one_count_is_named(tmp_path) -> None:
+    """NCCL's COLL trace gives every collective a rank enters with the
+    communicator's running count: at one count all ranks' records agree.  The
+    one rank whose record differs at the lowest count where they do not
+    (another element count and datatype) took another path, even when no
+    line of the job is an error (a hang)."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    rec = (
+        "gpu7:{pid}:{pid} [{r}] NCCL INFO {op}: opCount {n:x} sendbuff 0x7f00 recvbuff 0x7f00 "
+        "count {count} datatype {dt} op 0 root 0 comm 0x55{r}0 [nranks=4] stream 0x5a"
+    )
+
+    def job(odd: int | None, folder: str) -> list[str]:
+        (tmp_path / folder).mkdir()
+        lines = {}
+        for r in range(4):
+            own = [rec.format(pid=100 + r, r=r, op="AllReduce", n=0, count=4096, dt=7)]
+            if r == odd:
+                own.append(rec.format(pid=100 + r, r=r, op="Broadcast", n=1, count=10, dt=4))
+            else:
+                own.append(rec.format(pid=100 + r, r=r, op="AllReduce", n=1, count=4096, dt=7))
+            (tmp_path / folder / f"rank{r}.log").write_text("\n".join(own) + "\n")
+            lines[r] = own
+        return lines[odd] if odd is not None else []
+
+    odd = job(2, "a")
+    d = diagnose([str(tmp_path / "a")])
+    assert d.initiating is not None and d.initiating.rank == 2 and d.initiating.text == odd[1]
+    assert any("rank 2 entered another collective than ranks 0, 1, 3" in r for r in d.reasons)
+
+    job(None, "b")
+    d = diagnose([str(tmp_path / "b")])
+    assert not any("entered another collective" in r for r in d.reasons)

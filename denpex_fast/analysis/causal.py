@@ -97,6 +97,12 @@ FIELD_VOCABULARY: dict[str, str] = {
     "reporting_rank": "the rank that printed a report naming another as failed_rank",
     "global_rank": "the global rank a process announces it took (a rank-claim line)",
     "optype": "the kind of collective a watchdog timed out in (ALLREDUCE, BROADCAST)",
+    "opcount": "NCCL's running count of a communicator's collectives (hexadecimal)",
+    "count": "the element count of a collective",
+    "datatype": "the datatype number of a collective",
+    "op": "the reduction operation number of a collective",
+    "root": "the root rank of a collective",
+    "nranks": "how many ranks a communicator has",
 }
 TIMEOUT_MS_FIELDS = ("timeout_ms",)
 TIMEOUT_S_FIELDS = ("timeout_s",)
@@ -112,6 +118,10 @@ FAILED_RANK_FIELDS = ("failed_rank",)
 REPORTING_RANK_FIELDS = ("reporting_rank",)
 CLAIMED_RANK_FIELDS = ("global_rank",)
 OPTYPE_FIELDS = ("optype",)
+#: a collective record's running count (hexadecimal) and what must agree across ranks at it
+COLLECTIVE_COUNT_FIELDS = ("opcount",)
+COLLECTIVE_KIND_FIELDS = ("optype", "count", "datatype", "op", "root")
+NRANKS_FIELDS = ("nranks",)
 #: a world size above this is a misread, not a job
 MAX_WORLD = 1 << 16
 
@@ -780,6 +790,7 @@ def rank_events(
     _demote_terminated(cands)
     cands = _join_banners(cands, kb)
     cands += _duplicate_claims(live, kb)
+    cands += _divergent_records(live, kb)
     if reader is not None:
         _ranks_from_continuations(cands, table, reader)
         _ranks_from_file(cands, live)
@@ -899,7 +910,7 @@ def rank_events(
         # is not the failed one (None when nothing singles a rank out)
         first = replace(first, rank=top.rank)
     reasons = _evidence(top, first, virtual_why, X[order[0]], model)
-    for note in ("stack_dump", "duplicate_claim"):
+    for note in ("stack_dump", "duplicate_claim", "divergent"):
         if top.extra.get(note):
             reasons.insert(0, str(top.extra[note]))
     if top.extra.get("cut_traceback"):
@@ -1227,6 +1238,61 @@ def _duplicate_claims(live: Sequence[Event], kb: Any) -> list[Incident]:
             )  # fmt: skip
             break
     return out
+
+
+def _divergent_records(live: Sequence[Event], kb: Any) -> list[Incident]:
+    """The rank whose collective differs from its peers' at one sequence number.
+
+    ``collective-record`` lines (NCCL's COLL trace) give each collective a
+    rank entered: its kind and size and the communicator's running count.
+    Ranks of one communicator issue the same sequence, so at one count their
+    records agree.  When at the lowest count where they do not, one rank's
+    record stands alone against two or more that agree, that rank took
+    another code path there (a bucket order, a collective under ``if
+    rank == 0``): the job hangs or fails from it.  Counts of communicators
+    of other sizes are kept apart, and a count where a rank has two records
+    (two communicators of one size) says nothing."""
+    groups: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    for e in live:
+        if e.rank is not None and "collective-record" in marks(kb, e.signature):
+            count = field_text(e.fields, COLLECTIVE_COUNT_FIELDS)
+            if count is not None:
+                groups[(count, field_text(e.fields, NRANKS_FIELDS) or "")].append(e)
+
+    def seq(key: tuple[str, str]) -> int:
+        try:
+            return int(key[0], 16)
+        except ValueError:
+            return 1 << 62
+
+    for key in sorted(groups, key=seq):
+        records = groups[key]
+        if len({e.rank for e in records}) != len(records) or len(records) < 3:
+            continue
+        kinds: dict[tuple[str | None, ...], list[Event]] = defaultdict(list)
+        for e in records:
+            kinds[tuple(field_text(e.fields, (f,)) for f in COLLECTIVE_KIND_FIELDS)].append(e)
+        if len(kinds) != 2:
+            continue
+        (kind_a, alone), (kind_b, agree) = sorted(kinds.items(), key=lambda kv: len(kv[1]))
+        if len(alone) != 1 or len(agree) < 2:
+            continue
+        (e,) = alone
+        assert e.rank is not None
+        what = ", ".join(
+            f"{f} {a}" for f, a, b in zip(COLLECTIVE_KIND_FIELDS, kind_a, kind_b) if a != b
+        )
+        note = (
+            f"at collective count {key[0]} rank {e.rank} entered another collective than "
+            f"ranks {', '.join(str(x.rank) for x in sorted(agree, key=lambda x: x.rank or 0))} "
+            f"({what}; theirs: "
+            + ", ".join(
+                f"{f} {b}" for f, a, b in zip(COLLECTIVE_KIND_FIELDS, kind_a, kind_b) if a != b
+            )
+            + "): its code path diverged from theirs"
+        )
+        return [Incident([e], e, e.rank, e.host, TIER_OWN_SYMPTOM, e.t, {"divergent": note})]
+    return []
 
 
 def _promote_reports(cands: list[Incident]) -> None:

@@ -138,6 +138,9 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "rank-claim": "a process announcing the global rank it took, once per process and attempt "
         "(its rank and the world size in the fields): one rank claimed twice in a file before the "
         "world's claims are all in means two processes took that rank",
+        "collective-record": "one rank's record of a collective it entered (kind, size, and the "
+        "communicator's sequence number in the fields): ranks whose records at one number differ "
+        "took different paths, and the rank alone in its kind is where the job went wrong",
         "family": "a whole family of errors read by its common form (CUDA's 'CUDA error: <text>'): a "
         "specific cause, but it yields to any other cause or symptom entry on the same line",
         "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
