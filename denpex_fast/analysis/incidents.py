@@ -22,7 +22,9 @@ named by) is found from knowledge-base data only:
    symptom, an open-world (``catch-all``) line, a ``wrapper``, a collateral
    symptom; within a tier the earliest line.  Beside a wrapper, open-world
    lines count only when the wrapper's ``caused_by`` reaches them (its own
-   exception lines restate it);
+   exception lines restate it); a wrapper that would head the incident
+   yields to the earliest collateral line its record printed before it
+   (the WARN above NCCL's ``file:line -> code`` trace);
 3. an informational (context) line of the same process within ``GAP``
    lines before the head, whose entry the head's ``caused_by`` names, says
    why it failed and names the incident (the tier stays the error's).
