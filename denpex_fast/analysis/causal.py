@@ -46,10 +46,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -128,6 +128,9 @@ MAX_WORLD = 1 << 16
 DEFAULT_SKEW_FLOOR_S = 0.5  # two events closer than this are never called ordered across hosts
 
 AGENT_SIGTERM_CODES = frozenset({-15, 143})
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass
@@ -521,6 +524,19 @@ def _one_silent(waiting: set[int], silent: list[int]) -> bool:
     return len(waiting) >= 2 or waiting | set(silent) == set(range(max(waiting) + 1))
 
 
+def _lone_group(groups: Mapping[K, Collection[V]]) -> tuple[K, V, K, Collection[V]] | None:
+    """Of exactly two groups, the one with a single member against two or
+    more: (its key, its member, the others' key, the others), else None.
+    Ranks of one collective do the same work; the one alone in another kind
+    of work took another code path."""
+    if len(groups) != 2:
+        return None
+    (key_a, alone), (key_b, others) = sorted(groups.items(), key=lambda kv: len(kv[1]))
+    if len(alone) != 1 or len(others) < 2:
+        return None
+    return key_a, next(iter(alone)), key_b, others
+
+
 def _watchdog_suspect(
     events: Sequence[Event], known_ranks: set[int], kb: Any = None
 ) -> tuple[int | None, list[str]]:
@@ -640,15 +656,14 @@ def _watchdog_suspect(
         op = field_text(e.fields, OPTYPE_FIELDS)
         if e.rank is not None and op and field_number(e.fields, SEQ_FIELDS) == seq:
             kinds[op].add(e.rank)
-    if len(kinds) == 2:
-        (op_a, a), (op_b, b) = sorted(kinds.items(), key=lambda kv: len(kv[1]))
-        if len(a) == 1 and len(b) >= 2 and not a & b:
-            (odd,) = a
-            return odd, [
-                f"at collective SeqNum {int(seq)} rank {odd} waits in {op_a} while ranks "
-                f"{', '.join(map(str, sorted(b)))} wait in {op_b}: its code path diverged "
-                "from theirs (a branch or a collective only some ranks run)"
-            ]
+    lone = _lone_group(kinds)
+    if lone is not None and lone[1] not in lone[3]:
+        op_a, odd, op_b, b = lone
+        return odd, [
+            f"at collective SeqNum {int(seq)} rank {odd} waits in {op_a} while ranks "
+            f"{', '.join(map(str, sorted(b)))} wait in {op_b}: its code path diverged "
+            "from theirs (a branch or a collective only some ranks run)"
+        ]
     # a rank reporting another communication symptom (no SeqNum) was waiting too
     waiting = waiting | {
         e.rank
@@ -1272,24 +1287,18 @@ def _divergent_records(live: Sequence[Event], kb: Any) -> list[Incident]:
         kinds: dict[tuple[str | None, ...], list[Event]] = defaultdict(list)
         for e in records:
             kinds[tuple(field_text(e.fields, (f,)) for f in COLLECTIVE_KIND_FIELDS)].append(e)
-        if len(kinds) != 2:
+        lone = _lone_group(kinds)
+        if lone is None:
             continue
-        (kind_a, alone), (kind_b, agree) = sorted(kinds.items(), key=lambda kv: len(kv[1]))
-        if len(alone) != 1 or len(agree) < 2:
-            continue
-        (e,) = alone
+        kind_a, e, kind_b, agree = lone
         assert e.rank is not None
-        what = ", ".join(
-            f"{f} {a}" for f, a, b in zip(COLLECTIVE_KIND_FIELDS, kind_a, kind_b) if a != b
-        )
+        differ = [(f, a, b) for f, a, b in zip(COLLECTIVE_KIND_FIELDS, kind_a, kind_b) if a != b]
         note = (
             f"at collective count {key[0]} rank {e.rank} entered another collective than "
             f"ranks {', '.join(str(x.rank) for x in sorted(agree, key=lambda x: x.rank or 0))} "
-            f"({what}; theirs: "
-            + ", ".join(
-                f"{f} {b}" for f, a, b in zip(COLLECTIVE_KIND_FIELDS, kind_a, kind_b) if a != b
-            )
-            + "): its code path diverged from theirs"
+            f"({', '.join(f'{f} {a}' for f, a, _ in differ)}; "
+            f"theirs: {', '.join(f'{f} {b}' for f, _, b in differ)}): "
+            "its code path diverged from theirs"
         )
         return [Incident([e], e, e.rank, e.host, TIER_OWN_SYMPTOM, e.t, {"divergent": note})]
     return []
