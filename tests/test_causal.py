@@ -1734,3 +1734,52 @@ def test_the_rank_whose_collective_record_differs_at_one_count_is_named(tmp_path
     job(None, "b")
     d = diagnose([str(tmp_path / "b")])
     assert not any("entered another collective" in r for r in d.reasons)
+
+
+def test_an_unranked_error_takes_the_one_rank_its_processs_own_lines_name(tmp_path) -> None:
+    """A single process's paste whose script said which rank it is on a line
+    no entry matches (``rank 0 is initialized``) names that rank for the
+    traceback below it; with two ranks named there, none is guessed."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 379, in <module>\n'
+        "    train()\n"
+        '  File "train.py", line 178, in train\n'
+        "    assert gradient_accumulation_steps % world_size == 0\n"
+        "AssertionError\n"
+    )
+    (tmp_path / "one.txt").write_text("rank 0 is initialized local_rank = 0\n" + trace)
+    d = diagnose([str(tmp_path / "one.txt")])
+    assert d.initiating is not None and d.initiating.text == "AssertionError"
+    assert d.initiating.rank == 0
+
+    (tmp_path / "two.txt").write_text(
+        "rank 0 is initialized local_rank = 0\nrank 1 is initialized local_rank = 1\n" + trace
+    )
+    d = diagnose([str(tmp_path / "two.txt")])
+    assert d.initiating is not None and d.initiating.text == "AssertionError"
+    assert d.initiating.rank is None
+
+
+def test_ddps_list_of_parameters_without_gradient_is_its_failure_even_alone(tmp_path) -> None:
+    """The reducer prints the parameters that got no gradient only inside its
+    unfinished-reduction error: pasted alone the list is that failure; with
+    the error's header above it, the header names the incident."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    detail = "Parameters which did not receive grad for rank 14: head.bias, head.weight"
+    (tmp_path / "alone.txt").write_text(detail + "\n")
+    d = diagnose([str(tmp_path / "alone.txt")])
+    assert d.verdict == "failure" and d.initiating is not None
+    assert (d.initiating.text, d.initiating.rank) == (detail, 14)
+
+    header = (
+        "[rank14]: RuntimeError: Expected to have finished reduction in the prior iteration "
+        "before starting a new one. This error indicates that your module has parameters that "
+        "were not used in producing loss."
+    )
+    (tmp_path / "both.txt").write_text(f"{header}\n[rank14]: {detail}\n")
+    d = diagnose([str(tmp_path / "both.txt")])
+    assert d.initiating is not None and d.initiating.text == header

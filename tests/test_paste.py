@@ -150,10 +150,67 @@ def test_two_lines_cut_inside_a_word_are_a_wrap_two_cut_between_words_are_not() 
     got = clean(_text(lines))
     assert got is not None
     assert got.decode().split("\n")[:-1] == [first, "", second, ""]
-    # the same two lengths, but each line ends a word and the next starts one
-    prose = [first[: width - 1] + " ", "next words", second[: width - 1] + " ", "more words"]
+    # the same two lengths, but each line ends a word and the next opens a
+    # record: at a terminal's standard width as at any other, not a wrap
+    prose = [first[: width - 1] + " ", "Next words", second[: width - 1] + " ", "More words"]
     assert len(prose[0]) == len(prose[2]) == width
     assert clean(_text(prose)) is None
+    odd = [x[:-2] + " " if k % 2 == 0 else x.lower() for k, x in enumerate(prose)]
+    assert len(odd[0]) == 79 and clean(_text(odd)) is None  # 79 columns: no terminal's width
+
+
+def test_one_row_at_a_terminals_width_that_goes_on_mid_sentence_is_a_wrap(tmp_path: Path) -> None:
+    warn = (
+        "node1:54573:54696 [1] include/socket.h:194 WARN Call to recv failed : Connection reset "
+        "by peer"
+    )
+    trace = ["node1:54573:54696 [1] INFO transport/net_ib.cu:537 -> 2"]
+    for width in (80, 120):
+        line = warn if width == 80 else warn + " " + "x" * (width - len(warn) - 1) + " again"
+        rows = [line[:width], line[width:], *trace]
+        got = clean(_text(rows))
+        assert got is not None and got.decode().split("\n")[:3] == [line, "", trace[0]]
+    # one row that happens to be 80 long before a record of its own stays as it is
+    rows = [warn[:80], "Node1 restarted", *trace]
+    assert clean(_text(rows)) is None
+    # the line a wrap cut is diagnosed whole, on its first row
+    log = tmp_path / "nccl.txt"
+    log.write_bytes(_text([warn[:80], warn[80:], *trace]))
+    d = dx.diagnose(str(log))
+    assert d.initiating is not None and d.initiating.line == 1
+    assert d.initiating.text == warn
+
+
+def test_two_rows_at_a_terminals_width_one_cut_inside_a_token_are_a_wrap() -> None:
+    bar = "Preparing test set...:  46%|####      | 31/67 [29:02<35:12, 58.67s/it]slurmstepd"
+    cancel = ": error: *** STEP 6053.0 ON node20 CANCELLED AT 2024-04-23T12:18:08 ***"
+    note = "srun: launch/slurm: _task_finish: Received task exit notification for 1 task of "
+    rows = [bar.ljust(80, "x")[:80], cancel, note.ljust(80)[:80], "StepId=6053.0 (status=0x000f)."]
+    assert [len(r) for r in rows[::2]] == [80, 80]
+    got = clean(_text(rows))
+    assert got is not None
+    assert got.decode().split("\n")[:4] == [rows[0] + cancel, "", rows[2] + rows[3], ""]
+
+
+def test_an_indented_paste_that_was_wrapped_keeps_its_launcher_prefix(tmp_path: Path) -> None:
+    # the rows a wrap split off lack the code block's indent: the indent is
+    # removed once the wraps are joined, so [default3]: still names the rank
+    err = (
+        "[default3]:FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/step_15/trainer'"
+    )
+    lines = [
+        "[default3]:[17:14:41] DEBUG Removing past checkpoint for step 15 (/ckpt/step_15)",
+        err,
+    ]
+    rows: list[str] = []
+    for ln in lines:
+        ln = "  " + ln
+        rows += [ln[k : k + 80] for k in range(0, len(ln), 80)]
+    log = tmp_path / "paste.txt"
+    log.write_bytes(_text(rows))
+    d = dx.diagnose(str(log))
+    assert d.initiating is not None
+    assert (d.initiating.rank, d.initiating.text) == (3, err)
 
 
 def test_lines_of_one_template_are_not_taken_for_a_terminals_wraps() -> None:

@@ -808,7 +808,7 @@ def rank_events(
     cands += _divergent_records(live, kb)
     if reader is not None:
         _ranks_from_continuations(cands, table, reader)
-        _ranks_from_file(cands, live)
+        _ranks_from_file(cands, live, table, reader)
         _record_starts(cands, table, reader)
         _exception_lines(cands, table, reader, kb)
         cands += _unmatched_tracebacks(live, table, reader, kb)
@@ -1978,11 +1978,15 @@ def _ranks_from_continuations(cands: Sequence[Incident], table: pa.Table, reader
 FILE_RANK_LINES = 32
 
 
-def _ranks_from_file(cands: Sequence[Incident], live: Sequence[Event]) -> None:
+def _ranks_from_file(
+    cands: Sequence[Incident], live: Sequence[Event], table: pa.Table, reader: Any
+) -> None:
     """The rank of an error line that names none, in a file whose lines name
     one rank only: the output of that one process.  A library's own lines
     (RCCL's ``[FATAL ERROR]: HIP failure``, a C++ ``terminate called``) carry
-    no ``[rankN]:`` prefix although the Python lines around them do.
+    no ``[rankN]:`` prefix although the Python lines around them do.  When no
+    matched line of the file names a rank, the lines before the error that no
+    entry matched are read back (a script's own ``rank 0 is initialized``).
 
     Not when that rank's lines carry a launcher's stream tag and the error
     line does not: the launcher tags every line of a rank, so an untagged
@@ -1992,19 +1996,28 @@ def _ranks_from_file(cands: Sequence[Incident], live: Sequence[Event]) -> None:
     for e in live:
         if e.rank is not None:
             ranked[e.file].append(e)
-    for c in cands:
+    for c in cands[:64]:
         h = c.head
         if c.rank is not None or h is None:
             continue
-        mine = ranked.get(h.file, [])
-        if len({e.rank for e in mine}) != 1:
+        mine = [(e.line, e.rank, e.text) for e in ranked.get(h.file, [])]
+        if not mine and h.index >= 0:
+            before = [
+                (n, t) for n, t in _around(h, table, reader, FILE_RANK_LINES, 0) if n < h.line
+            ]
+            mine = [
+                (n, r, t)
+                for (n, t), r in zip(before, _line_ranks([t for _, t in before]))
+                if r is not None
+            ]
+        if len({r for _, r, _ in mine}) != 1:
             continue
         # only inside that process's record, not anywhere in a long console
-        if not any(abs(e.line - h.line) <= FILE_RANK_LINES for e in mine):
+        if not any(abs(n - h.line) <= FILE_RANK_LINES for n, _, _ in mine):
             continue
-        if not STREAM_TAG.match(h.text) and all(STREAM_TAG.match(e.text) for e in mine):
+        if not STREAM_TAG.match(h.text) and all(STREAM_TAG.match(t) for _, _, t in mine):
             continue
-        c.rank = mine[0].rank
+        c.rank = mine[0][1]
 
 
 #: lines read after a traceback's header for its exception line

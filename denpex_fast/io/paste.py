@@ -94,8 +94,10 @@ def clean(data: bytes) -> bytes | None:
     body = [ln for ln in lines if ln.strip()]
     if body and all(ln.startswith(b">") for ln in body):
         new = _QUOTE.sub(b"", new)
-        lines = new.split(b"\n")
-        body = [ln for ln in lines if ln.strip()]
+    # wraps first: the rows a wrap split off lack the indent their line has
+    new = _unwrap(new)
+    lines = new.split(b"\n")
+    body = [ln for ln in lines if ln.strip()]
     if body:
         width = min(len(ln) - len(ln.lstrip(b" \t")) for ln in body)
         lead = body[0][:width]
@@ -104,7 +106,6 @@ def clean(data: bytes) -> bytes | None:
         shallow_ok = width >= 4 or not any(ln[width:].startswith(b'File "') for ln in body)
         if width and shallow_ok and all(ln.startswith(lead) for ln in body):
             new = b"\n".join(ln[width:] if ln.startswith(lead) else ln for ln in lines)
-    new = _unwrap(new)
     return new if new != data else None
 
 
@@ -113,6 +114,11 @@ def clean(data: bytes) -> bytes | None:
 #: such lines suffice when both are cut inside a word)
 WRAP_LINES = 3
 WRAP_MIN = 60
+#: the widths terminals open with (VT100's 80 and 132, and the usual wider ones)
+TERMINAL_WIDTHS = frozenset({80, 100, 120, 132})
+# a row that goes on a sentence: a lowercase word (no ``host:``, ``module.``
+# or ``key=`` that opens a record), after at most the blank the cut left
+_CONTINUES = re.compile(rb" ?[a-z]+(?:[ ,;)(]|\r?$)")
 
 
 def _unwrap(data: bytes) -> bytes:
@@ -124,15 +130,24 @@ def _unwrap(data: bytes) -> bytes:
     lines = data.split(b"\n")
     widths = [len(ln.rstrip(b"\r").decode("utf-8", "replace")) for ln in lines]
     width = max(widths, default=0)
-    if width < WRAP_MIN or widths.count(width) < 2:
+    if width < WRAP_MIN:
         return data
-    if widths.count(width) < WRAP_LINES and not all(
-        _cut_mid_token(lines[k], lines[k + 1] if k + 1 < len(lines) else b"")
-        for k, w in enumerate(widths)
-        if w == width
-    ):
-        # two lines of the longest length are a wrap only when each is cut
+    ends = [k for k, w in enumerate(widths) if w == width]
+    nexts = [lines[k + 1] if k + 1 < len(lines) else b"" for k in ends]
+    if len(ends) >= WRAP_LINES:
+        pass
+    elif len(ends) == 2 and all(map(_cut_mid_token, (lines[k] for k in ends), nexts)):
+        # two lines of the longest length are a wrap when each is cut
         # inside a token: no blank on either side of the cut
+        pass
+    elif width not in TERMINAL_WIDTHS:
+        return data
+    elif not any(_CONTINUES.match(n) for n in nexts) and not (
+        len(ends) == 2 and any(map(_cut_mid_token, (lines[k] for k in ends), nexts))
+    ):
+        # at a terminal's standard width, one row is enough when the next
+        # goes on mid-sentence (a lowercase word no record opens with), and
+        # two when one of them is cut inside a token
         return data
     out = list(lines)
     k = 0
