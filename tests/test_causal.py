@@ -1783,3 +1783,27 @@ def test_ddps_list_of_parameters_without_gradient_is_its_failure_even_alone(tmp_
     (tmp_path / "both.txt").write_text(f"{header}\n[rank14]: {detail}\n")
     d = diagnose([str(tmp_path / "both.txt")])
     assert d.initiating is not None and d.initiating.text == header
+
+
+def test_the_rank_left_out_of_a_stalled_collectives_ready_list_is_named(tmp_path) -> None:
+    """Horovod's ``[ready ranks: ...]`` lists who submitted a stalled
+    collective: the one rank of 0..N-1 it leaves out is the one the others
+    wait for, named at that line; with two left out none is guessed."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    def paste(ready: str) -> str:
+        return (
+            "WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted "
+            "by subset\n of ranks and are waiting for remainder of ranks for more than 60 "
+            "seconds.\nStalled ops:\n"
+            f"HVDAllReduce/HorovodAllreduce_gradients_AddN_69_0 [ready ranks: {ready}],\n"
+        )
+
+    (tmp_path / "one.txt").write_text(paste("2, 6, 7, 3, 4, 1, 5"))
+    d = diagnose([str(tmp_path / "one.txt")])
+    assert d.initiating is not None and d.initiating.line == 4
+    assert d.initiating.rank == 0
+
+    (tmp_path / "two.txt").write_text(paste("2, 6, 7, 3, 4, 5"))
+    d = diagnose([str(tmp_path / "two.txt")])
+    assert d.initiating is None or d.initiating.rank is None

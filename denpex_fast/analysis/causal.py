@@ -103,6 +103,7 @@ FIELD_VOCABULARY: dict[str, str] = {
     "op": "the reduction operation number of a collective",
     "root": "the root rank of a collective",
     "nranks": "how many ranks a communicator has",
+    "ready_ranks": "the ranks a coordinator lists as having submitted a stalled collective",
 }
 TIMEOUT_MS_FIELDS = ("timeout_ms",)
 TIMEOUT_S_FIELDS = ("timeout_s",)
@@ -122,6 +123,7 @@ OPTYPE_FIELDS = ("optype",)
 COLLECTIVE_COUNT_FIELDS = ("opcount",)
 COLLECTIVE_KIND_FIELDS = ("optype", "count", "datatype", "op", "root")
 NRANKS_FIELDS = ("nranks",)
+READY_RANKS_FIELDS = ("ready_ranks",)
 #: a world size above this is a misread, not a job
 MAX_WORLD = 1 << 16
 
@@ -484,6 +486,25 @@ def _waits(e: Event) -> bool:
     )
 
 
+def _absent_from_ready(live: Sequence[Event]) -> None:
+    """A coordinator's list of the ranks that submitted a stalled collective
+    (Horovod's ``[ready ranks: 2, 6, 7, 3, 4, 1, 5]``) reports the one rank
+    of the world it leaves out: that rank never submitted it.  The world is
+    0..N-1 for the largest rank or world size the job shows; with more than
+    one rank left out nothing is named."""
+    lists = [(e, v) for e in live if (v := field_text(e.fields, READY_RANKS_FIELDS))]
+    if not lists:
+        return
+    top = max((e.rank for e in live if e.rank is not None), default=-1)
+    world = max((field_number(e.fields, WORLD_FIELDS) or 0 for e in live), default=0)
+    for e, v in lists:
+        ready = {int(x) for x in re.findall(r"\d+", v)}
+        size = max(int(world), top + 1, max(ready) + 1)
+        absent = set(range(min(size, MAX_WORLD))) - ready
+        if len(absent) == 1 and field_number(e.fields, FAILED_RANK_FIELDS) is None:
+            e.fields["failed_rank"] = str(absent.pop())
+
+
 def _reported_ranks(live: Sequence[Event]) -> None:
     """A line that names the rank that failed (``Rank 3 failed to pass
     monitoredBarrier``, printed by the barrier's root) is about that rank:
@@ -496,6 +517,7 @@ def _reported_ranks(live: Sequence[Event]) -> None:
     say which of its two ranks diverged; when one is rank 0 that one is
     named, a rank-0-only code path (logging, saving, evaluating) being the
     usual divergence."""
+    _absent_from_ready(live)
     pairs: list[tuple[Event, int, int | None]] = []
     for e in live:
         r = field_number(e.fields, FAILED_RANK_FIELDS)
