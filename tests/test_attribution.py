@@ -91,6 +91,9 @@ RANK_CASES = [
     ("3: [rank5]: boom", 3),  # outermost launcher prefix wins
     ("node12:3121:3180 [3] NCCL WARN NET/IB : Got completion", None),  # [3] is a GPU
     ("  Process name: [[11192,1],8]", 8),
+    # an Open MPI component names the process printing: [host][[job,1],vpid][file.c:N:fn]
+    ("[u10-66][[38971,1],2][btl_tcp_endpoint.c:796:complete_connect] connect() failed", 2),
+    ("[node1:12345] *** Process received signal ***", None),
     ("srun: error: node12: task 3: Out Of Memory", 3),
     ("RuntimeError: CUDA error: an illegal memory access was encountered", None),
     ("Epoch 3: 100%|##########| 10/10", None),
@@ -164,6 +167,7 @@ HOST_CASES = [
     ("Warning  Evicted  pod pytorchjob-x-worker-3 was evicted", "pytorchjob-x-worker-3"),
     ("(RayWorkerWrapper pid=1061, ip=10.0.0.2) ERROR boom", "10.0.0.2"),
     ("mpirun noticed that process rank 8 with PID 0 on node node05 exited on signal 9", "node05"),
+    ("[u10-66][[38971,1],2][btl_tcp_endpoint.c:796:complete_connect] connect() failed", "u10-66"),
     ("RuntimeError: CUDA error: out of memory", None),
     ("2024-05-01T12:00:00Z INFO root: message", None),
     ("[rank2]: torch.OutOfMemoryError: CUDA out of memory.", None),

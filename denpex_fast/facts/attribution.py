@@ -196,6 +196,8 @@ _RANK_TAG = (
     r"|^\s*rank\s*: (?P<t>" + _N + r")(?:$|[^\d])"
     r"|srun: error: [^\s:]+: task (?P<s>" + _N + r"):"
     r"|Process name: \[\[\d+,\d+\],(?P<m>" + _N + r")\]"  # Open MPI abort summary
+    # Open MPI's components name the process that prints: [host][[job,1],vpid][file.c:N:fn]
+    r"|^\[[^\]\s]+\]\[\[\d+,\d+\],(?P<om>" + _N + r")\]\["
     r"|process rank (?P<o>" + _N + r") with PID \d+ on node "  # mpirun noticed that ...
     r"|local_rank: (?P<l>" + _N + r") \(pid: \d+\)"
     r"|'--local_rank=(?P<dl>" + _N + r")'"  # DeepSpeed launcher
@@ -210,7 +212,23 @@ _RANK_TAG = (
     # JAX's coordination service names a process by its task index (its process id)
     r"|/job:jax_worker/replica:\d+/task:(?P<jt>" + _N + r")\b"
 )
-_RANK_TAG_GROUPS = ["p", "r", "g", "t", "s", "m", "o", "l", "dl", "ua", "ns", "sp", "sx", "jt"]
+_RANK_TAG_GROUPS = [
+    "p",
+    "r",
+    "g",
+    "t",
+    "s",
+    "m",
+    "om",
+    "o",
+    "l",
+    "dl",
+    "ua",
+    "ns",
+    "sp",
+    "sx",
+    "jt",
+]
 # The wordings a training script's own logger uses for its rank, in any case:
 # "[rank 2]", "[RANK: 2]", "rank=2", "Rank 1 will connect", "rank 3 of 8",
 # "trainer.rank2".  Weaker than every form above (tried after them); a rank
@@ -239,6 +257,7 @@ _HOST_TAG = (
     r"|srun: error: (?P<srun>" + _HOST + r"): task"
     r"|(?:^|[\s\[(])(?P<nccl>" + _HOST + r"):(?P<pid>\d+):\d+ \[\d+\] "
     r"|process rank \d+ with PID \d+ on node (?P<mpi>" + _HOST + r")"
+    r"|^\[(?P<ompi>" + _HOST + r")\]\[\[\d+,\d+\],\d+\]\["
     r"|pod/(?P<pod>[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)"
     r"|(?:^|[^-\w.])(?P<kf>[a-z0-9][-a-z0-9]*-(?:worker|master|launcher|chief|ps|evaluator)"
     r"-\d+)(?:$|[^-\w])"
@@ -382,7 +401,7 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
     at, parts = _extract(head, np.flatnonzero(host_idx < 0), _HOST_TAG)
     if parts is not None:
         host_src.append(
-            _groups_str(parts, ["elastic", "slurm", "srun", "nccl", "mpi", "pod", "kf"])
+            _groups_str(parts, ["elastic", "slurm", "srun", "nccl", "mpi", "ompi", "pod", "kf"])
         )
         host_idx[at] = base + np.arange(len(at))
         proc_src.append(_nccl_process(parts))
