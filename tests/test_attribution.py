@@ -94,6 +94,7 @@ RANK_CASES = [
     # an Open MPI component names the process printing: [host][[job,1],vpid][file.c:N:fn]
     ("[u10-66][[38971,1],2][btl_tcp_endpoint.c:796:complete_connect] connect() failed", 2),
     ("[node1:12345] *** Process received signal ***", None),
+    ("trainer-1  | [u10-66][[38971,1],5][btl_tcp_endpoint.c:796:fn] connect() failed", 5),
     ("srun: error: node12: task 3: Out Of Memory", 3),
     ("RuntimeError: CUDA error: an illegal memory access was encountered", None),
     ("Epoch 3: 100%|##########| 10/10", None),

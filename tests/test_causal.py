@@ -1736,30 +1736,41 @@ def test_the_rank_whose_collective_record_differs_at_one_count_is_named(tmp_path
     assert not any("entered another collective" in r for r in d.reasons)
 
 
-def test_an_unranked_error_takes_the_one_rank_its_processs_own_lines_name(tmp_path) -> None:
+@pytest.mark.parametrize(
+    "prefix",
+    ["", "2024-05-01T12:00:00.123456789Z stderr F ", "trainer-1  | "],
+    ids=["plain", "cri", "compose"],
+)
+def test_an_unranked_error_takes_the_one_rank_its_processs_own_lines_name(
+    tmp_path, prefix: str
+) -> None:
     """A single process's paste whose script said which rank it is on a line
     no entry matches (``rank 0 is initialized``) names that rank for the
-    traceback below it; with two ranks named there, none is guessed."""
+    traceback below it, also behind a log collector's prefix (where the
+    exception line is read back, not matched); with two ranks named there,
+    none is guessed."""
     from denpex_fast.analysis.diagnosis import diagnose
 
-    trace = (
-        "Traceback (most recent call last):\n"
-        '  File "train.py", line 379, in <module>\n'
-        "    train()\n"
-        '  File "train.py", line 178, in train\n'
-        "    assert gradient_accumulation_steps % world_size == 0\n"
-        "AssertionError\n"
-    )
-    (tmp_path / "one.txt").write_text("rank 0 is initialized local_rank = 0\n" + trace)
-    d = diagnose([str(tmp_path / "one.txt")])
-    assert d.initiating is not None and d.initiating.text == "AssertionError"
+    trace = [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 379, in <module>',
+        "    train()",
+        '  File "train.py", line 178, in train',
+        "    assert gradient_accumulation_steps % world_size == 0",
+        "AssertionError",
+    ]
+
+    def write(name: str, lines: list[str]) -> str:
+        (tmp_path / name).write_text("".join(prefix + x + "\n" for x in lines))
+        return str(tmp_path / name)
+
+    d = diagnose([write("one.txt", ["rank 0 is initialized local_rank = 0", *trace])])
+    assert d.initiating is not None and d.initiating.text.endswith("AssertionError")
     assert d.initiating.rank == 0
 
-    (tmp_path / "two.txt").write_text(
-        "rank 0 is initialized local_rank = 0\nrank 1 is initialized local_rank = 1\n" + trace
-    )
-    d = diagnose([str(tmp_path / "two.txt")])
-    assert d.initiating is not None and d.initiating.text == "AssertionError"
+    two = ["rank 0 is initialized local_rank = 0", "rank 1 is initialized local_rank = 1"]
+    d = diagnose([write("two.txt", [*two, *trace])])
+    assert d.initiating is not None and d.initiating.text.endswith("AssertionError")
     assert d.initiating.rank is None
 
 
@@ -1807,3 +1818,21 @@ def test_the_rank_left_out_of_a_stalled_collectives_ready_list_is_named(tmp_path
     (tmp_path / "two.txt").write_text(paste("2, 6, 7, 3, 4, 5"))
     d = diagnose([str(tmp_path / "two.txt")])
     assert d.initiating is None or d.initiating.rank is None
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_password_prompt_in_a_launchers_output_is_the_failed_ssh_login(tmp_path, end) -> None:
+    """A batch launch never types a password: ssh's prompt is where the job
+    stopped, before the refusals that follow it (with CRLF line ends too)."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    lines = [
+        "$ mpirun -np 2 -H 10.0.0.2:1,10.0.0.3:1 python3 train.py",
+        "dl@10.0.0.2's password: ",
+        "Permission denied, please try again.",
+        "Permission denied (publickey,password).",
+    ]
+    (tmp_path / "log.txt").write_bytes(end.join(lines).encode() + end.encode())
+    d = diagnose([str(tmp_path / "log.txt")])
+    assert d.initiating is not None and d.initiating.line == 2
+    assert d.initiating.signature == "ds-launcher-ssh-permission-denied"

@@ -833,7 +833,9 @@ def rank_events(
         _ranks_from_file(cands, live, table, reader)
         _record_starts(cands, table, reader)
         _exception_lines(cands, table, reader, kb)
-        cands += _unmatched_tracebacks(live, table, reader, kb)
+        unmatched = _unmatched_tracebacks(live, table, reader, kb)
+        _ranks_from_file(unmatched, live, table, reader)
+        cands += unmatched
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
@@ -2023,10 +2025,11 @@ def _ranks_from_file(
         if c.rank is not None or h is None:
             continue
         mine = [(e.line, e.rank, e.text) for e in ranked.get(h.file, [])]
-        if not mine and h.index >= 0:
-            before = [
-                (n, t) for n, t in _around(h, table, reader, FILE_RANK_LINES, 0) if n < h.line
-            ]
+        # a head read back (an exception line) is reached through a matched member
+        anchor = next((e for e in (h, *c.members) if e.index >= 0 and e.file == h.file), None)
+        if not mine and anchor is not None and anchor.line <= h.line:
+            near = _around(anchor, table, reader, FILE_RANK_LINES + anchor.line - h.line, 0)
+            before = [(n, t) for n, t in near if h.line - FILE_RANK_LINES <= n < h.line]
             mine = [
                 (n, r, t)
                 for (n, t), r in zip(before, _line_ranks([t for _, t in before]))

@@ -197,7 +197,7 @@ _RANK_TAG = (
     r"|srun: error: [^\s:]+: task (?P<s>" + _N + r"):"
     r"|Process name: \[\[\d+,\d+\],(?P<m>" + _N + r")\]"  # Open MPI abort summary
     # Open MPI's components name the process that prints: [host][[job,1],vpid][file.c:N:fn]
-    r"|^\[[^\]\s]+\]\[\[\d+,\d+\],(?P<om>" + _N + r")\]\["
+    r"|(?:^|[\s|])\[[^\]\s]+\]\[\[\d+,\d+\],(?P<om>" + _N + r")\]\["
     r"|process rank (?P<o>" + _N + r") with PID \d+ on node "  # mpirun noticed that ...
     r"|local_rank: (?P<l>" + _N + r") \(pid: \d+\)"
     r"|'--local_rank=(?P<dl>" + _N + r")'"  # DeepSpeed launcher
@@ -257,7 +257,7 @@ _HOST_TAG = (
     r"|srun: error: (?P<srun>" + _HOST + r"): task"
     r"|(?:^|[\s\[(])(?P<nccl>" + _HOST + r"):(?P<pid>\d+):\d+ \[\d+\] "
     r"|process rank \d+ with PID \d+ on node (?P<mpi>" + _HOST + r")"
-    r"|^\[(?P<ompi>" + _HOST + r")\]\[\[\d+,\d+\],\d+\]\["
+    r"|(?:^|[\s|])\[(?P<ompi>" + _HOST + r")\]\[\[\d+,\d+\],\d+\]\["
     r"|pod/(?P<pod>[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)"
     r"|(?:^|[^-\w.])(?P<kf>[a-z0-9][-a-z0-9]*-(?:worker|master|launcher|chief|ps|evaluator)"
     r"-\d+)(?:$|[^-\w])"
