@@ -170,6 +170,11 @@ def test_one_row_at_a_terminals_width_that_goes_on_mid_sentence_is_a_wrap(tmp_pa
         rows = [line[:width], line[width:], *trace]
         got = clean(_text(rows))
         assert got is not None and got.decode().split("\n")[:3] == [line, "", trace[0]]
+    # a path or identifier cut in the middle goes on in lowercase too
+    path = "INFO - __main__ - Loading features from cached file /data/glue/MRPC/cached_dev_bert_128"
+    rows = [path[:80], path[80:]]
+    got = clean(_text(rows))
+    assert got is not None and got.decode().split("\n")[:2] == [path, ""]
     # one row that happens to be 80 long before a record of its own stays as it is
     rows = [warn[:80], "Node1 restarted", *trace]
     assert clean(_text(rows)) is None

@@ -118,7 +118,7 @@ WRAP_MIN = 60
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132})
 # a row that goes on a sentence: a lowercase word (no ``host:``, ``module.``
 # or ``key=`` that opens a record), after at most the blank the cut left
-_CONTINUES = re.compile(rb" ?[a-z]+(?:[ ,;)(]|\r?$)")
+_CONTINUES = re.compile(rb" ?[a-z][\w./-]*(?:[ ,;)(\]'\"]|\r?$)")
 
 
 def _unwrap(data: bytes) -> bytes:
