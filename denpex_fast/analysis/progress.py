@@ -92,7 +92,7 @@ def step_lines(data: bytes, limit: int = MAX_STEP_LINES) -> tuple[list[str], lis
 
 
 #: bytes at the end of a tail searched first for progress lines
-FIRST_WINDOW = 64 << 10
+FIRST_WINDOW = 16 << 10
 
 
 def _step_lines_from(data: bytes, start: int, limit: int) -> tuple[list[str], list[int]]:
