@@ -1836,3 +1836,29 @@ def test_a_password_prompt_in_a_launchers_output_is_the_failed_ssh_login(tmp_pat
     d = diagnose([str(tmp_path / "log.txt")])
     assert d.initiating is not None and d.initiating.line == 2
     assert d.initiating.signature == "ds-launcher-ssh-permission-denied"
+
+
+def test_a_paste_that_starts_at_a_traceback_chain_marker_names_the_exception_after_it(
+    tmp_path,
+) -> None:
+    """``During handling of the above exception, another exception occurred``
+    is Python's marker between chained tracebacks, not an error: the
+    exception line that ends the traceback after it (here under Ray's task
+    header instead of ``Traceback (most recent call last):``) is named."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    err = "ValueError: The repository /models/x contains custom code which must be executed"
+    (tmp_path / "log.txt").write_text(
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "ray::WorkerDict.save_checkpoint() (pid=8158, ip=10.0.65.133, actor_id=3b07)\n"
+        '  File "/usr/lib/python3.12/concurrent/futures/_base.py", line 456, in result\n'
+        "    return self.__get_result()\n"
+        '  File "/verl/utils/checkpoint/manager.py", line 345, in save_checkpoint\n'
+        "    save_model = auto_model_cls.from_config(model_config)\n"
+        '  File "/transformers/dynamic_module_utils.py", line 769, in resolve_trust_remote_code\n'
+        "    raise ValueError(\n"
+        f"{err}\n"
+    )
+    d = diagnose([str(tmp_path / "log.txt")])
+    assert d.initiating is not None and d.initiating.text == err
