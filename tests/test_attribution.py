@@ -101,6 +101,9 @@ RANK_CASES = [
     # a script's own logger: any case, with or without brackets, separators or "of N"
     ("[rank 2] iter 4/10 | loss 1.1602", 2),
     ("[rank: 1] Seed set to 42", 1),
+    # HCCL's own logs: rank[N] beside rankNum[N] (a count) and remoteRank[N] (a peer)
+    ("hcom init failed, rankNum[8], rank[0], server[10.0.0.1], device[0]", 0),
+    ("[Connect]remoteRank[3] connect timeout", None),
     ("[default1]:[RANK 3] loss 0.5", 3),  # a global rank beats the local role prefix
     ("2026-12-04T03:10:00.123Z INFO trainer.rank2 iter=4 loss=0.6931", 2),
     ("INFO 2020-01-17 00:55:01,702 Rank 1 will connect to TCPStore server", 1),

@@ -2020,14 +2020,14 @@ def _ranks_from_file(
     for e in live:
         if e.rank is not None:
             ranked[e.file].append(e)
-    for c in cands[:64]:
+    for k, c in enumerate(cands):
         h = c.head
         if c.rank is not None or h is None:
             continue
         mine = [(e.line, e.rank, e.text) for e in ranked.get(h.file, [])]
         # a head read back (an exception line) is reached through a matched member
         anchor = next((e for e in (h, *c.members) if e.index >= 0 and e.file == h.file), None)
-        if not mine and anchor is not None and anchor.line <= h.line:
+        if not mine and k < 64 and anchor is not None and anchor.line <= h.line:
             near = _around(anchor, table, reader, FILE_RANK_LINES + anchor.line - h.line, 0)
             before = [(n, t) for n, t in near if h.line - FILE_RANK_LINES <= n < h.line]
             mine = [

@@ -212,32 +212,16 @@ _RANK_TAG = (
     # JAX's coordination service names a process by its task index (its process id)
     r"|/job:jax_worker/replica:\d+/task:(?P<jt>" + _N + r")\b"
 )
-_RANK_TAG_GROUPS = [
-    "p",
-    "r",
-    "g",
-    "t",
-    "s",
-    "m",
-    "om",
-    "o",
-    "l",
-    "dl",
-    "ua",
-    "ns",
-    "sp",
-    "sx",
-    "jt",
-]
+_RANK_TAG_GROUPS = "p r g t s m om o l dl ua ns sp sx jt".split()
 # The wordings a training script's own logger uses for its rank, in any case:
-# "[rank 2]", "[RANK: 2]", "rank=2", "Rank 1 will connect", "rank 3 of 8",
+# "[rank 2]", "[RANK: 2]", "rank=2", "rank[2]", "Rank 1 will connect", "rank 3 of 8",
 # "trainer.rank2".  Weaker than every form above (tried after them); a rank
 # qualified by another word ("peer rank 3", "local rank 1", "src_rank=0")
 # names some other process, so those matches are dropped.
 _RANK_LOOSE = (
     r"(?i)\[rank[\s:=]*(?P<k>" + _N + r")\]"
     r"|(?i)(?:^|[^\w-])(?P<q>(?:local|peer|src|dst|remote|node|group|target|from|to|next|prev"
-    r"|tp|pp|dp|cp|ep|mp|pg|expert)[ _-])?rank ?[=:]? ?(?P<w>" + _N + r")(?:$|[^\w.]|\.\D|\.$)"
+    r"|tp|pp|dp|cp|ep|mp|pg|expert)[ _-])?rank ?[=:\[]? ?(?P<w>" + _N + r")(?:$|[^\w.]|\.\D|\.$)"
     r"|(?i)(?:^|[\s.\[(])rank(?P<z>" + _N + r")(?:$|[\s\]:),])"
 )
 _LOCAL_TAGS = ("l", "dl", "ua", "ns", "sp", "sx")

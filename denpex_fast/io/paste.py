@@ -10,15 +10,16 @@ lines, so such a paste is read through a cleaned copy with the same line numbers
 
 * colour and cursor codes removed;
 * a ``>`` quote that opens every non-blank line removed;
+* a terminal's hard wraps joined back (three or more lines exactly as long
+  as the longest one, or two cut inside a word: each continues on the next;
+  at a terminal's standard width, 80, 100, 120 or 132 columns, one such
+  line is enough when the next goes on mid-sentence), the joined line in
+  the first line's place and the lines it absorbed left empty;
 * indentation that every non-blank line shares removed, as
   :func:`textwrap.dedent` would: four columns for a Markdown code block, two
   or three for a code block inside a list item (but not when that would put
   a traceback frame, ``File "..."``, at the margin: Python indents frames,
-  and a paste of frames alone shares their indentation);
-* a terminal's hard wraps joined back (three or more lines exactly as long
-  as the longest one, or two cut inside a word: each continues on the next),
-  the joined line in the first line's place and the lines it absorbed left
-  empty.
+  and a paste of frames alone shares their indentation).
 
 Only small inputs are looked at (at most :data:`MAX_FILES` plain files of
 :data:`MAX_BYTES` in all, read once more: about 10 ms per MiB): a paste,
@@ -132,22 +133,7 @@ def _unwrap(data: bytes) -> bytes:
     width = max(widths, default=0)
     if width < WRAP_MIN:
         return data
-    ends = [k for k, w in enumerate(widths) if w == width]
-    nexts = [lines[k + 1] if k + 1 < len(lines) else b"" for k in ends]
-    if len(ends) >= WRAP_LINES:
-        pass
-    elif len(ends) == 2 and all(map(_cut_mid_token, (lines[k] for k in ends), nexts)):
-        # two lines of the longest length are a wrap when each is cut
-        # inside a token: no blank on either side of the cut
-        pass
-    elif width not in TERMINAL_WIDTHS:
-        return data
-    elif not any(_CONTINUES.match(n) for n in nexts) and not (
-        len(ends) == 2 and any(map(_cut_mid_token, (lines[k] for k in ends), nexts))
-    ):
-        # at a terminal's standard width, one row is enough when the next
-        # goes on mid-sentence (a lowercase word no record opens with), and
-        # two when one of them is cut inside a token
+    if not _wrapped(lines, [k for k, w in enumerate(widths) if w == width], width):
         return data
     out = list(lines)
     k = 0
@@ -170,6 +156,21 @@ def _unwrap(data: bytes) -> bytes:
             out[j] = b""
         k = j + 1
     return b"\n".join(out)
+
+
+def _wrapped(lines: list[bytes], ends: list[int], width: int) -> bool:
+    """Whether the rows ``ends`` (those of the longest length, ``width``) are
+    a terminal's hard wraps: three or more of them; two that are each cut
+    inside a token; or, at a terminal's standard width, one whose next row
+    goes on mid-sentence (a lowercase word no record opens with) or two of
+    which one is cut inside a token."""
+    nexts = [lines[k + 1] if k + 1 < len(lines) else b"" for k in ends]
+    cut = [_cut_mid_token(lines[k], n) for k, n in zip(ends, nexts)]
+    if len(ends) >= WRAP_LINES or (len(ends) == 2 and all(cut)):
+        return True
+    return width in TERMINAL_WIDTHS and (
+        any(_CONTINUES.match(n) for n in nexts) or (len(ends) == 2 and any(cut))
+    )
 
 
 def _padded(line: bytes) -> bool:
