@@ -1862,3 +1862,20 @@ def test_a_paste_that_starts_at_a_traceback_chain_marker_names_the_exception_aft
     )
     d = diagnose([str(tmp_path / "log.txt")])
     assert d.initiating is not None and d.initiating.text == err
+
+
+def test_the_detail_after_last_error_is_read_on_crlf_lines(tmp_path) -> None:
+    """NCCL's ``Last error:`` with its detail on the next line is the origin
+    also when the log's lines end in CRLF (a paste from Windows, a collector)."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    lines = [
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+        "internal error - please report this issue to the NCCL developers, NCCL version 2.20.5",
+        "[rank1]: ncclInternalError: Internal check failed.",
+        "[rank1]: Last error:",
+        "[rank1]: NET/OFI Unable to insert remote address into address vector for device 1. RC: 0",
+    ]
+    (tmp_path / "log.txt").write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    d = diagnose([str(tmp_path / "log.txt")])
+    assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (4, 1)
