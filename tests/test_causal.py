@@ -1879,3 +1879,26 @@ def test_the_detail_after_last_error_is_read_on_crlf_lines(tmp_path) -> None:
     (tmp_path / "log.txt").write_bytes(("\r\n".join(lines) + "\r\n").encode())
     d = diagnose([str(tmp_path / "log.txt")])
     assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (4, 1)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    ["$ ", "(base) user@login01:~/runs$ ", "root@6f1c2d:/workspace# ", "[me@login01 runs]$ "],
+)
+def test_a_command_typed_at_a_shell_prompt_is_input_not_a_failure(tmp_path, prompt) -> None:
+    """A paste often starts with the command its author ran; an error string
+    given to ``grep`` in that command is not an error the job printed."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    (tmp_path / "a.txt").write_text(
+        prompt + 'grep "RuntimeError: CUDA error: an illegal memory access" *.out | sort\n'
+        "      2 job-41.out\n"
+    )
+    (tmp_path / "b.txt").write_text(
+        '[rank0]:   File "/w/train.py", line 9, in <module>\n'
+        "[rank0]: tracking.exceptions.TrackingException: request failed: token expired\n"
+    )
+    d = diagnose([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])
+    assert d.initiating is not None
+    assert (d.initiating.file.rsplit("/", 1)[-1], d.initiating.line) == ("b.txt", 2)
+    assert d.initiating.rank == 0

@@ -2584,6 +2584,16 @@ _LOGGED_FRAME = re.compile(
 )
 
 
+# a command typed at a shell prompt and pasted with its output ("$ grep
+# 'Error' *.log", "root@node:/ws# torchrun ..."): input, never output, so
+# nothing matched in it (an error string given to grep, a flag's name) is a
+# failure
+_TYPED_COMMAND = re.compile(
+    r"^\s*(?:\([\w.-]+\)\s+)?"  # a virtualenv or conda prompt prefix: "(base) "
+    r"(?:\$|[\w.-]+@[\w.-]+(?::\S*)?[$#]|\[[\w.-]+@[\w.-]+[^\]\n]*\][$#])\s+\S"
+)
+
+
 def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
     """Row indices of catch-all matches on lines another signature also matched,
     and of a family's common form (``family`` mark) on lines an entry that
@@ -2627,6 +2637,7 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
         if catch_all(e) and (e.file, e.line) in (said if e.phase == "numerics" else claimed)
     }
     out |= {e.index for e in events if family(e) and (e.file, e.line) in named}
+    out |= {e.index for e in events if _TYPED_COMMAND.match(e.text or "")}
     best: dict[tuple[str, int], Event] = {}
     for e in events:
         if catch_all(e) and e.index not in out:
