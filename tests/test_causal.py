@@ -1883,7 +1883,13 @@ def test_the_detail_after_last_error_is_read_on_crlf_lines(tmp_path) -> None:
 
 @pytest.mark.parametrize(
     "prompt",
-    ["$ ", "(base) user@login01:~/runs$ ", "root@6f1c2d:/workspace# ", "[me@login01 runs]$ "],
+    [
+        "$ ",
+        "(base) user@login01:~/runs$ ",
+        "root@6f1c2d:/workspace# ",
+        "[me@login01 runs]$ ",
+        "2026-03-06T20:20:52.000000000Z stdout F $ ",  # behind a collector's prefix
+    ],
 )
 def test_a_command_typed_at_a_shell_prompt_is_input_not_a_failure(tmp_path, prompt) -> None:
     """A paste often starts with the command its author ran; an error string

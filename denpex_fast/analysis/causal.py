@@ -2637,7 +2637,7 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
         if catch_all(e) and (e.file, e.line) in (said if e.phase == "numerics" else claimed)
     }
     out |= {e.index for e in events if family(e) and (e.file, e.line) in named}
-    out |= {e.index for e in events if _TYPED_COMMAND.match(e.text or "")}
+    out |= {e.index for e in events if _TYPED_COMMAND.match(_body(e.text or ""))}
     best: dict[tuple[str, int], Event] = {}
     for e in events:
         if catch_all(e) and e.index not in out:
