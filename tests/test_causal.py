@@ -1889,6 +1889,7 @@ def test_the_detail_after_last_error_is_read_on_crlf_lines(tmp_path) -> None:
         "root@6f1c2d:/workspace# ",
         "[me@login01 runs]$ ",
         "2026-03-06T20:20:52.000000000Z stdout F $ ",  # behind a collector's prefix
+        "[01;32muser@login01[00m:[01;34m~[00m$ ",  # a coloured prompt pasted without its ESC
     ],
 )
 def test_a_command_typed_at_a_shell_prompt_is_input_not_a_failure(tmp_path, prompt) -> None:

@@ -2592,6 +2592,8 @@ _TYPED_COMMAND = re.compile(
     r"^\s*(?:\([\w.-]+\)\s+)?"  # a virtualenv or conda prompt prefix: "(base) "
     r"(?:\$|[\w.-]+@[\w.-]+(?::\S*)?[$#]|\[[\w.-]+@[\w.-]+[^\]\n]*\][$#])\s+\S"
 )
+# a coloured prompt's SGR codes, with or without their escape byte (lost in a paste)
+_PROMPT_COLOUR = re.compile(r"\x1b\[[\d;]*m|\[\d[\d;]*m")
 
 
 def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
@@ -2637,7 +2639,9 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
         if catch_all(e) and (e.file, e.line) in (said if e.phase == "numerics" else claimed)
     }
     out |= {e.index for e in events if family(e) and (e.file, e.line) in named}
-    out |= {e.index for e in events if _TYPED_COMMAND.match(_body(e.text or ""))}
+    out |= {
+        e.index for e in events if _TYPED_COMMAND.match(_body(_PROMPT_COLOUR.sub("", e.text or "")))
+    }
     best: dict[tuple[str, int], Event] = {}
     for e in events:
         if catch_all(e) and e.index not in out:
