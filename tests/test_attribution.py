@@ -660,3 +660,48 @@ def test_blank_gap_read_back_memory_is_bounded(tmp_path: Path) -> None:
     )  # outside the source tree: the installed package runs
     peak_mib = int(out.stdout.split()[-1]) / 1024
     assert peak_mib < 600, peak_mib  # per-line arrays over the gaps took ~1 GiB here
+
+
+# -- the two regex engines ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus_lines() -> pa.Table:
+    """One row per non-blank line of every corpus log (real pastes, real jobs)."""
+    files = [
+        p
+        for p in sorted((REPO / "tests" / "corpus").glob("*/*/**/*"))
+        if p.is_file() and not p.name.endswith(".json")
+    ]
+    return Scanner(patterns={"line": r"\S"}, cache_dir=False).scan(files)
+
+
+@pytest.mark.parametrize("stage", ["attribute", "parse_times"])
+def test_python_re_and_re2_agree_on_the_corpus(
+    corpus_lines: pa.Table, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    """Small arrays are matched with Python's ``re`` rather than RE2: each
+    engine alone gives the same ranks, hosts, times and timestamp parts on
+    every line of the real logs."""
+    from denpex_fast.facts import regex
+    from denpex_fast.facts.timeparse import parse_times
+
+    def run() -> list:
+        # in slices, as a diagnosis attributes a job of small files
+        out = []
+        for start in range(0, corpus_lines.num_rows, 200):
+            part = corpus_lines.slice(start, 200)
+            if stage == "attribute":
+                att = attribute(part, read_context=False)
+                out += att.table.select(["file", "line", "rank", "host", "ts"]).to_pylist()
+            else:
+                p = parse_times(part.column("text").combine_chunks())
+                out.append([getattr(p, f).tolist() for f in p.__dataclass_fields__])
+        return out
+
+    monkeypatch.setattr(regex, "SMALL_ROWS", 1 << 40)
+    on_python = run()
+    monkeypatch.setattr(regex, "SMALL_ROWS", -1)
+    on_re2 = run()
+    assert corpus_lines.num_rows > 40_000
+    assert on_python == on_re2

@@ -2596,6 +2596,14 @@ _TYPED_COMMAND = re.compile(
 _PROMPT_COLOUR = re.compile(r"\x1b\[[\d;]*m|\[\d[\d;]*m")
 
 
+def _typed_command(text: str) -> bool:
+    """Whether ``text`` is a command typed at a shell prompt."""
+    # every prompt form ends in "$" or "#": most lines are out in one test
+    if "$" not in text and "#" not in text:
+        return False
+    return _TYPED_COMMAND.match(_body(_PROMPT_COLOUR.sub("", text))) is not None
+
+
 def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
     """Row indices of catch-all matches on lines another signature also matched,
     and of a family's common form (``family`` mark) on lines an entry that
@@ -2605,7 +2613,9 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
     more about the line.  A context entry of error severity (an exception's
     class, ``DistNetworkError: ...``) only wraps a message: when no specific
     entry read that message, the catch-all is what the line says.  Among
-    several catch-alls on one line only the most severe is kept.
+    several catch-alls on one line only the most severe is kept.  Every row
+    on a command typed at a shell prompt (``$ grep 'Error' *.log``) is
+    shadowed too: it is the user's input, not the job's output.
     """
 
     def catch_all(e: Event) -> bool:
@@ -2639,9 +2649,7 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
         if catch_all(e) and (e.file, e.line) in (said if e.phase == "numerics" else claimed)
     }
     out |= {e.index for e in events if family(e) and (e.file, e.line) in named}
-    out |= {
-        e.index for e in events if _TYPED_COMMAND.match(_body(_PROMPT_COLOUR.sub("", e.text or "")))
-    }
+    out |= {e.index for e in events if _typed_command(e.text or "")}
     best: dict[tuple[str, int], Event] = {}
     for e in events:
         if catch_all(e) and e.index not in out:

@@ -105,6 +105,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..schema import MATCH_SCHEMA, file_codes
+from . import regex
 from . import timeparse as tp
 from .timeparse import MISSING, ParsedTimes
 
@@ -283,10 +284,10 @@ def _extract(
     if len(rows) == 0:
         return rows, None
     sub = arr if len(rows) == len(arr) else arr.take(pa.array(rows))
-    hit = pc.match_substring_regex(sub, _ungrouped(expr)).to_numpy(zero_copy_only=False)
+    hit = regex.matches(sub, _ungrouped(expr))
     if not hit.any():
         return rows[:0], None
-    return rows[hit], pc.extract_regex(sub.filter(pa.array(hit)), expr)
+    return rows[hit], regex.extract(sub.filter(pa.array(hit)), expr)
 
 
 def _groups_int(parts: pa.StructArray, names: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -44,6 +44,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import regex
+
 HEAD_BYTES = 200  # where a line's own timestamp can start
 TAIL_BYTES = 48  # longest timestamp text parsed after the start
 
@@ -277,7 +279,7 @@ def parse_times(text: pa.Array | pa.ChunkedArray) -> ParsedTimes:
             break
         cand = np.flatnonzero(left)
         sub = tails.take(pa.array(cand)) if len(cand) < len(tails) else tails
-        hit = pc.match_substring_regex(sub, "^" + _ungrouped(expr)).to_numpy(zero_copy_only=False)
+        hit = regex.matches(sub, "^" + _ungrouped(expr))
         if not hit.any():
             continue
         sel = cand[hit]
@@ -286,7 +288,7 @@ def parse_times(text: pa.Array | pa.ChunkedArray) -> ParsedTimes:
         if name in _FIXED:
             _FIXED[name](out, rows[sel], matched)
         else:
-            _fill(out, rows[sel], name, pc.extract_regex(matched, "^" + expr))
+            _fill(out, rows[sel], name, regex.extract(matched, "^" + expr))
     return out
 
 
@@ -586,7 +588,7 @@ def boot_anchors(text: pa.Array, parsed: ParsedTimes, utc: np.ndarray) -> np.nda
     wall = np.flatnonzero((parsed.kind != NONE) & (parsed.kind != UPTIME) & (utc != MISSING))
     if len(wall):
         sub = arr.take(pa.array(wall))
-        parts = pc.extract_regex(sub, _KERNEL_UPTIME)
+        parts = regex.extract(sub, _KERNEL_UPTIME)
         ok = parts.is_valid().to_numpy(zero_copy_only=False)
         if ok.any():
             p = parts.filter(pa.array(ok))
@@ -595,7 +597,7 @@ def boot_anchors(text: pa.Array, parsed: ParsedTimes, utc: np.ndarray) -> np.nda
     upt = np.flatnonzero(parsed.kind == UPTIME)
     if len(upt):
         sub = arr.take(pa.array(upt))
-        rest = pc.extract_regex(sub, r"^(?:<\d+>)?\[ *\d+\.\d{6}\] ?(?P<rest>.*)")
+        rest = regex.extract(sub, r"^(?:<\d+>)?\[ *\d+\.\d{6}\] ?(?P<rest>.*)")
         ok = rest.is_valid().to_numpy(zero_copy_only=False)
         if ok.any():
             inner = parse_times(rest.filter(pa.array(ok)).field("rest"))
