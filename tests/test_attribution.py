@@ -127,6 +127,23 @@ RANK_CASES = [
     ("train.py: error: unrecognized arguments: --fp16 --local_rank=3", 3),
     ("Namespace(batch_size=8, local_rank=2, lr=(0.1, 0.2))", 2),
     ("the launcher sets local_rank=2 for its second worker", None),
+    # the launcher's spawn record names its child; its failed-exit report
+    # echoes the last command it spawned, whichever child failed
+    (
+        "[2024-05-01 12:00:00,100] [INFO] [launch.py:256:main] process 761 spawned with "
+        "command: ['/usr/bin/python3', '-u', 'train.py', '--local_rank=2', '--steps', '12']",
+        2,
+    ),
+    (
+        "[2024-05-01 12:00:07,687] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python3', "
+        "'-u', 'train.py', '--local_rank=3', '--steps', '12'] exits with return code = 5",
+        None,
+    ),
+    (
+        "subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py', "
+        "'--local_rank=3', 'data-bin']' returned non-zero exit status 1.",
+        None,
+    ),
     # behind a log collector's prefix: docker compose, kubelet's CRI files
     ("trainer-1  | [rank4]:[E1129 11:56:57.204156533 ProcessGroupNCCL.cpp:1785] boom", 4),
     ("2024-05-01T12:00:00.123456789Z stderr F [rank2]: RuntimeError: boom", 2),

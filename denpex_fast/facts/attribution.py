@@ -36,7 +36,10 @@ equals the outermost (the launcher's) wins:
 3. a *local* rank: the torchrun role prefix ``[default3]:``, then
    torchelastic ``local_rank: 2 (pid: 21002)`` and DeepSpeed's
    ``'--local_rank=2'`` (the notes say when local ranks were used: they
-   equal global ranks only on one node);
+   equal global ranks only on one node); not on a launcher's report of a
+   failed exit (``... exits with return code = 1``, ``CalledProcessError:
+   ... returned non-zero exit status 1``), which echoes the command of the
+   last process spawned, whichever failed;
 4. another line of the same process in the same file (same NCCL
    ``host:pid``, same Ray/vLLM worker pid) that has a rank, when they agree;
 5. the path: the file name (``rank5.log``, ``rank_5.txt``, ``rank-3.out``,
@@ -226,6 +229,8 @@ _RANK_LOOSE = (
     r"|(?i)(?:^|[\s.\[(])rank(?P<z>" + _N + r")(?:$|[\s\]:),])"
 )
 _LOCAL_TAGS = ("l", "dl", "ua", "ns", "sp", "sx")
+# the end of a launcher's line reporting that a process it spawned failed
+_EXIT_ECHO = r"\] exits with return code = -?\d+|\]' returned non-zero exit status -?\d+"
 
 _HOST_PREFIX = (
     "^" + _CHAIN + r"(?:(?P<pdsh>" + _HOST_D + r"): "
@@ -355,6 +360,12 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
             zero_copy_only=False
         ) & ~pc.match_substring(parts.field("pgx"), "default_pg").to_numpy(zero_copy_only=False)
         val[(which == 0) & other_pg] = -1
+        # a launcher's report of a failed exit prints the command of the last
+        # process it spawned, whichever failed (DeepSpeed's sigkill_handler,
+        # the legacy torch.distributed.launch): that --local_rank names no one
+        echoed = np.flatnonzero(which == _RANK_TAG_GROUPS.index("dl"))
+        if len(echoed):
+            val[echoed[regex.matches(arr.take(pa.array(at[echoed])), _EXIT_ECHO)]] = -1
         is_local = np.isin(which, [_RANK_TAG_GROUPS.index(x) for x in _LOCAL_TAGS])
         rank[at[~is_local]] = val[~is_local]
         tag_local = np.c_[at[is_local], val[is_local]]
