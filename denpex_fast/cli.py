@@ -24,6 +24,10 @@ import click
 from .pandas_guard import without_pandas
 
 EXIT_MATCH, EXIT_NONE, EXIT_ERROR = 0, 1, 2
+#: bytes of a file per scanning task while rows are printed as they are found:
+#: the rows of every task in flight are held until printed, so smaller
+#: ranges keep memory flat when nearly every line matches
+STREAM_UNIT = 16 << 20
 
 
 def _stderr_console(quiet: bool = False) -> Any:
@@ -600,6 +604,7 @@ def scan_cmd(
             binary=binary,
             globs=globs,
             on_batch=on_batch,
+            **({"unit_size": STREAM_UNIT} if stream else {}),
         )
         if stream:
             sys.stdout.buffer.flush()
