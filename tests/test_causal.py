@@ -1130,6 +1130,35 @@ def test_a_traceback_is_named_by_its_exception_line_whatever_the_class_is_called
     assert i.text.endswith(exc)
 
 
+def test_an_error_record_whose_message_runs_into_frames_is_named_by_their_exception(
+    tmp_path,
+) -> None:
+    """A logged error whose exception text carries its traceback without the
+    header line (Ray's ``ray::Actor.method() (pid=...)`` then the frames): the
+    exception line at the end names the incident, at the record's time."""
+    import denpex_fast as dx
+
+    exc = (
+        "botocore.exceptions.CredentialRetrievalError: Error when retrieving credentials "
+        "from Ec2InstanceMetadata: No credentials found"
+    )
+    lines = [
+        "[2024-05-01 10:00:00,000][trainer.py][INFO] - step 10 loss=1.25",
+        "[2024-05-01 10:00:05,326][trainer.py][ERROR] - Exception occurred during training: "
+        "ray::TaskRunner.run() (pid=2406908, ip=10.0.0.2, actor_id=29ecc)",
+        "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        '  File "/app/trainer.py", line 396, in run',
+        "    trainer.fit()",
+        '  File "/app/tracking.py", line 355, in log',
+        "    mlflow.log_metrics(metrics=results, step=step)",
+        exc,
+        "Error executing job with overrides: ['trainer.total_epochs=2']",
+    ]
+    (tmp_path / "driver.log").write_text("\n".join(lines) + "\n")
+    i = dx.diagnose(str(tmp_path)).initiating
+    assert i is not None and i.line == 8 and i.text == exc
+
+
 def _numbered_job(root, name: str, fail: int, ranks_per_file: int = 1, tag: bool = False) -> None:
     watchdog = (
         "[E501 10:30:0{r}.000000 1 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "

@@ -2058,20 +2058,22 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
     ``Exception`` (``StopIteration``, ``SystemExit: 2``, a library's own
     ``ShardCorrupted: ...``): the first line after the frames, of the same
     rank, shaped ``name[: message]``, is the exception, and names the
-    incident in the header's place."""
+    incident in the header's place.  An error record whose message runs on
+    into frames without a header line is read the same way (the exception
+    line may already be a member of its incident: it then becomes the head)."""
     for c in cands[:64]:
         head = c.head
-        if (
-            head is None
-            or head.index < 0
-            or len(c.members) != 1
-            or "traceback-start" not in marks(kb, head.signature)
-        ):
+        if head is None or head.index < 0:
             continue
-        frames = 0
+        header = "traceback-start" in marks(kb, head.signature)
+        if header and len(c.members) != 1:
+            continue
         after = [
             (n, x) for n, x in _around(head, table, reader, 0, TRACEBACK_LINES) if n > head.line
         ]
+        if not header and not _frames_follow(head, after):
+            continue
+        frames = 0
         # the header's own prefix may name a local rank mapped to a global one
         mine = {None, head.rank, _line_rank(head.text)}
         for (n, text), r in zip(after, _line_ranks([x for _, x in after])):
@@ -2082,12 +2084,33 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
                 continue
             body = _body(text).strip()
             if frames and _EXCEPTION_LINE.match(body) and not body.startswith(_NOT_EXCEPTION):
-                ev = replace(
-                    head, index=-1, line=n, text=text[:2000], signature=UNCAUGHT, role="cause"
-                )
-                c.members.append(ev)
+                ev = next((m for m in c.members if m.file == head.file and m.line == n), None)
+                if ev is None:
+                    ev = replace(
+                        head, index=-1, line=n, text=text[:2000], signature=UNCAUGHT, role="cause"
+                    )
+                    c.members.append(ev)
                 c.head = ev
             break
+
+
+def _frames_follow(head: Event, after: Sequence[tuple[int, str]]) -> bool:
+    """Whether an error line is the first line of a traceback printed without
+    its header: a logged message whose exception's text runs on into frames
+    (``[ERROR] - Exception occurred during training: ray::TaskRunner.run()
+    (pid=...)`` then ``  File "...", line 396, in run``).  The frames follow
+    at once (caret lines between them aside)."""
+    if head.severity not in ("error", "fatal"):
+        return False
+    for _, text in after[:4]:
+        if _FRAME_FILE.search(text):
+            return True
+        if not _CARETS.match(_body(text)):
+            return False
+    return False
+
+
+_CARETS = re.compile(r"^\s*[\^~]+\s*$")
 
 
 #: traceback headers read back at most for an exception line no pattern knows
