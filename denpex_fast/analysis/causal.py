@@ -2066,12 +2066,14 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
         if head is None or head.index < 0:
             continue
         header = "traceback-start" in marks(kb, head.signature)
-        if header and len(c.members) != 1:
+        if (header and len(c.members) != 1) or (
+            not header and head.severity not in ("error", "fatal")
+        ):
             continue
         after = [
             (n, x) for n, x in _around(head, table, reader, 0, TRACEBACK_LINES) if n > head.line
         ]
-        if not header and not _frames_follow(head, after):
+        if not header and not _frames_follow(after):
             continue
         frames = 0
         # the header's own prefix may name a local rank mapped to a global one
@@ -2094,14 +2096,12 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
             break
 
 
-def _frames_follow(head: Event, after: Sequence[tuple[int, str]]) -> bool:
+def _frames_follow(after: Sequence[tuple[int, str]]) -> bool:
     """Whether an error line is the first line of a traceback printed without
     its header: a logged message whose exception's text runs on into frames
     (``[ERROR] - Exception occurred during training: ray::TaskRunner.run()
     (pid=...)`` then ``  File "...", line 396, in run``).  The frames follow
     at once (caret lines between them aside)."""
-    if head.severity not in ("error", "fatal"):
-        return False
     for _, text in after[:4]:
         if _FRAME_FILE.search(text):
             return True
