@@ -575,6 +575,8 @@ def scan_cmd(
     stream = not (output or quiet or files_with_matches or count_lines or as_json) and not (
         use_color or use_heading or before or after
     )
+    from .engine.scanner import DEFAULT_UNIT
+
     if not quiet:  # -q prints nothing: its start-up spares the output modules
         from . import scan_output as so
     bar = _progress(console, progress and not quiet)
@@ -604,7 +606,7 @@ def scan_cmd(
             binary=binary,
             globs=globs,
             on_batch=on_batch,
-            **({"unit_size": STREAM_UNIT} if stream else {}),
+            unit_size=STREAM_UNIT if stream else DEFAULT_UNIT,
         )
         if stream:
             sys.stdout.buffer.flush()
