@@ -647,19 +647,21 @@ def test_last_steps_read_a_progress_bar(tmp_path) -> None:
     assert last_steps([str(d / "stderr.log")]) == {1: 7}  # the last redraw of the line
 
 
-def test_another_programs_error_words_in_an_nccl_info_line_are_not_a_cause(tmp_path) -> None:
+@pytest.mark.parametrize("tag", ["h1:2414:2414 [0] ", ""])
+def test_another_programs_error_words_in_an_nccl_info_line_are_not_a_cause(tmp_path, tag) -> None:
     """NCCL reports its failures at WARN; at INFO it narrates the optional
-    libraries it probes and cannot open.  The later real error is named."""
+    libraries it probes and cannot open.  The later real error is named, with
+    NCCL's host:pid:tid tag on its lines or without it (as pasted)."""
     from denpex_fast.analysis.diagnosis import diagnose
 
     log = tmp_path / "rank0.log"
     log.write_text(
-        "h1:2414:2414 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
-        "h1:2414:2414 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared "
+        f"{tag}NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+        f"{tag}NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared "
         "object file: No such file or directory No plugin found (libnccl-net.so), using "
         "internal implementation\n"
-        "h1:2414:2469 [0] NCCL INFO Failed to open libibverbs.so[.1]\n"
-        "h1:2414:2469 [0] NCCL INFO Using network Socket\n"
+        f"{tag}NCCL INFO Failed to open libibverbs.so[.1]\n"
+        f"{tag}NCCL INFO Using network Socket\n"
         "[rank0]: RuntimeError: [enforce fail at gloo/transport/tcp/device.cc:276] "
         "ss1.ss_family == ss2.ss_family. 2 vs 10\n"
     )

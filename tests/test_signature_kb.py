@@ -35,6 +35,7 @@ from denpex_fast.kb.signatures import (
     SignatureError,
     SignatureSet,
     dangling_references,
+    scan_form,
 )
 
 ALLOWLIST = Path(__file__).parent / "data" / "healthy_allowlist.toml"
@@ -451,3 +452,31 @@ def test_typed_timeouts_are_parsed_with_their_unit(kb: SignatureSet) -> None:
     ev[0].t = ev[0].ts.timestamp()
     start, _ = _stall_start(ev)
     assert start == ev[0].t - 1800
+
+
+COLLECTED = (
+    "2024-05-01T12:00:00.123456789Z stderr F ",  # kubelet's CRI files
+    "2024-05-01T12:00:00.123456+00:00 ",  # kubectl logs --timestamps
+    "trainer-1  | ",  # docker compose logs
+    "[pod/job-worker-0/trainer] ",  # kubectl logs --prefix
+)
+
+
+def test_entries_anchored_at_the_line_start_match_the_same_lines_behind_a_collectors_prefix(
+    kb: SignatureSet, scanner: Any
+) -> None:
+    """A line written by a process and collected from a cluster carries the
+    collector's prefix; an entry anchored with ``^`` still finds it there."""
+    anchored = [s for s in kb if any(scan_form(p) != p for p in s.patterns)]
+    assert len(anchored) >= 5
+    lines: list[tuple[str, str]] = []
+    for sig in anchored:
+        for text in sig.examples_match:
+            lines += [(sig.id, prefix + text) for prefix in COLLECTED]
+    table = scanner.scan_bytes("\n".join(t for _, t in lines).encode() + b"\n")
+    hits = set(zip(table.column("line").to_pylist(), table.column("signature").to_pylist()))
+    missed = [t for n, (sid, t) in enumerate(lines, 1) if (n, sid) not in hits]
+    assert not missed, missed[:5]
+    assert scan_form("^ValueError$") != "^ValueError$"
+    assert scan_form("(?i)^error ").startswith("(?i)^(?:")
+    assert scan_form("(?:^|\\s)ValueError") == "(?:^|\\s)ValueError"  # not a leading anchor

@@ -287,7 +287,7 @@ def _role(kb: Any, sig_id: str) -> str:
         return "context"
 
 
-_NCCL_INFO = " NCCL INFO "
+_NCCL_INFO = " NCCL INFO "  # behind its host:pid:tid tag, or at the start of a pasted line
 #: knowledge-base frameworks of generic messages (errno texts, error words)
 _GENERIC = frozenset({"os", "any", "python"})
 
@@ -309,7 +309,11 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
             role, severity, phase = "context", "info", ""
         else:
             role, severity, phase = sig.role, sig.severity, sig.phase
-            if role != "context" and sig.framework in _GENERIC and _NCCL_INFO in cols["text"][i]:
+            if (
+                role != "context"
+                and sig.framework in _GENERIC
+                and _NCCL_INFO in " " + cols["text"][i]
+            ):
                 # NCCL reports its own failures at WARN; at INFO it narrates
                 # probes it recovers from (an optional plugin or verbs library
                 # it cannot open): generic error words there are not a failure

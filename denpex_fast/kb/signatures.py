@@ -68,6 +68,7 @@ from ..schema import builtin_signature_dir
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "COLLECTOR_PREFIXES",
     "ENTRY_KEYS",
     "ENV_VAR",
     "FAMILY_PREFIXES",
@@ -87,6 +88,7 @@ __all__ = [
     "load_patterns",
     "load_signatures",
     "pyproject_signature_paths",
+    "scan_form",
 ]
 
 SCHEMA = "denpex.signatures/1"
@@ -364,8 +366,9 @@ class SignatureSet:
         return self._notes + tuple(dangling_references(self))
 
     def patterns(self) -> dict[str, list[str]]:
-        """Map each id to its Hyperscan expressions, the form the scanner takes."""
-        return {sid: list(sig.patterns) for sid, sig in self._by_id.items()}
+        """Map each id to its Hyperscan expressions, the form the scanner takes
+        (a line-start anchor sees through collector prefixes: :func:`scan_form`)."""
+        return {sid: [scan_form(p) for p in sig.patterns] for sid, sig in self._by_id.items()}
 
     def by_role(self, role: str) -> tuple[Signature, ...]:
         """The entries whose role is ``role`` (``cause``, ``symptom`` or ``context``)."""
@@ -681,8 +684,31 @@ def parse_document(
     return out
 
 
-#: bump when parsing or :class:`Signature` changes: cached parses of older loaders are ignored
-PARSED_FORMAT = 2
+#: bump when parsing, :class:`Signature` or :func:`scan_form` changes: cached
+#: parses of older loaders are ignored
+PARSED_FORMAT = 3
+
+#: What a log collector writes before every line a process printed: the
+#: RFC 3339 time of kubelet's CRI files and of ``kubectl logs --timestamps``
+#: (with the CRI stream and tag), ``docker compose logs``' service column,
+#: ``kubectl logs --prefix``.
+COLLECTOR_PREFIXES = (
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (?:std(?:out|err) [FP] )?",
+    r"[\w.-]+ +\| ",
+    r"\[pod/[^\]\s]+\] ",
+)
+_LEADING_ANCHOR = re.compile(r"((?:\(\?[a-zA-Z]+\))?)\^")
+
+
+def scan_form(expr: str) -> str:
+    """``expr`` as the scanner compiles it: an entry anchored at the line start
+    (``^``) also matches behind :data:`COLLECTOR_PREFIXES`, so a pattern
+    written against a terminal's lines finds the same lines in logs gathered
+    from a cluster."""
+    m = _LEADING_ANCHOR.match(expr)
+    if m is None:
+        return expr
+    return f"{m.group(1)}^(?:{'|'.join(COLLECTOR_PREFIXES)})*{expr[m.end() :]}"
 
 
 def load_file(path: StrPath) -> list[Signature]:
