@@ -1940,3 +1940,28 @@ def test_a_command_typed_at_a_shell_prompt_is_input_not_a_failure(tmp_path, prom
     assert d.initiating is not None
     assert (d.initiating.file.rsplit("/", 1)[-1], d.initiating.line) == ("b.txt", 2)
     assert d.initiating.rank == 0
+
+
+@pytest.mark.parametrize(
+    "crash",
+    [
+        "free(): corrupted unsorted chunks\n[n1:186363] *** Process received signal ***\n"
+        "[n1:186363] Signal: Aborted (6)\n[n1:186363] Signal code:  (-6)\n",
+        '*** Aborted at 1751265473 (unix time) try "date -d @1751265473" if you are using '
+        "GNU date ***\nPC: @                0x0 (unknown)\n*** SIGSEGV (@0x7f34df945000) received "
+        "by PID 3514082 (TID 0x7f9e099f1640) from PID 0; stack trace: ***\n",
+        "step 10 loss 2.1\nAborted\n",
+    ],
+)
+def test_a_log_that_is_only_a_native_crash_report_is_not_healthy(tmp_path, crash) -> None:
+    """glibc's allocator checks, Open MPI's and glog's signal handlers and the
+    shell's bare ``Aborted`` are what a process that died in native code
+    leaves: the job failed, and the report names the first of those lines."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "rank0.log"
+    log.write_text(crash)
+    d = diagnose([str(log)])
+    assert d.verdict in ("failure", "suspect")
+    first = next(n for n, t in enumerate(crash.splitlines(), 1) if "loss" not in t)
+    assert d.initiating is not None and d.initiating.line == first
