@@ -155,6 +155,11 @@ RANK_CASES = [
         "coordination_service.cc:1170] /job:jax_worker/replica:0/task:3 has been set to ERROR",
         3,
     ),
+    (
+        "[ERROR] 2024-05-21-11:57:54 (PID:927000, Device:3, RankID:3) ERR02200 DIST call hccl "
+        "api failed.",
+        3,
+    ),
 ]
 
 
@@ -192,6 +197,9 @@ HOST_CASES = [
     ("RuntimeError: CUDA error: out of memory", None),
     ("2024-05-01T12:00:00Z INFO root: message", None),
     ("[rank2]: torch.OutOfMemoryError: CUDA out of memory.", None),
+    # a CANN error code opens the line the way a pdsh host would
+    ("EI0002: [PID: 7277] 2024-11-28-11:59:30.645.648 The wait execution times out.", None),
+    ("EJ0001: 2024-05-21-11:57:54.167.645 Failed to initialize the HCCP process.", None),
 ]
 
 

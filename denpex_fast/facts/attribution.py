@@ -215,8 +215,10 @@ _RANK_TAG = (
     r"|\bprocess (?P<sx>" + _N + r") terminated with (?:signal|exit code) "
     # JAX's coordination service names a process by its task index (its process id)
     r"|/job:jax_worker/replica:\d+/task:(?P<jt>" + _N + r")\b"
+    # torch_npu's error record: "[ERROR] <time> (PID:n, Device:d, RankID:r) ERR02200 ..."
+    r"|\(PID:\d+, Device:\d+, RankID:(?P<hr>" + _N + r")\)"
 )
-_RANK_TAG_GROUPS = "p r g t s m om o l dl ua ns sp sx jt".split()
+_RANK_TAG_GROUPS = "p r g t s m om o l dl ua ns sp sx jt hr".split()
 # The wordings a training script's own logger uses for its rank, in any case:
 # "[rank 2]", "[RANK: 2]", "rank=2", "rank[2]", "Rank 1 will connect", "rank 3 of 8",
 # "trainer.rank2".  Weaker than every form above (tried after them); a rank
@@ -412,7 +414,9 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
     process = _gather_strings(proc_src, proc_idx)
     # look-alike lines put a log level or a placeholder where a host would be
     bad = pc.or_kleene(
-        pc.is_in(host, value_set=_NOT_HOSTS), pc.match_substring_regex(host, r"^\d+$|^-")
+        pc.is_in(host, value_set=_NOT_HOSTS),
+        # numbers, and CANN error codes that open a line like a pdsh host ("EI0002: ")
+        pc.match_substring_regex(host, r"^\d+$|^-|^[EW][A-Z0-9]\d{4}$"),
     )
     host = pc.if_else(pc.fill_null(bad, False), pa.scalar(None, pa.string()), host)
     return LineFacts(rank, local, host, tp.parse_times(arr), process)
