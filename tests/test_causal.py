@@ -1965,3 +1965,23 @@ def test_a_log_that_is_only_a_native_crash_report_is_not_healthy(tmp_path, crash
     assert d.verdict in ("failure", "suspect")
     first = next(n for n, t in enumerate(crash.splitlines(), 1) if "loss" not in t)
     assert d.initiating is not None and d.initiating.line == first
+
+
+def test_an_exception_raised_without_a_message_in_a_pytest_report_is_named(tmp_path) -> None:
+    """pytest reports a failed test's exception behind ``E`` and the failing
+    source line's indentation; a class raised bare (``assert x``) is the
+    failure, not a log that stopped."""
+    from denpex_fast.analysis.diagnosis import diagnose
+
+    log = tmp_path / "ci.log"
+    log.write_text(
+        "_______________________________ test_dp_server ________________________________\n"
+        "    def _ensure_stats_update_task(self):\n"
+        ">       assert self.stats_update_address is not None\n"
+        "E       AssertionError\n"
+        "\n"
+        "vllm/v1/engine/core_client.py:1091: AssertionError\n"
+    )
+    d = diagnose([str(log)])
+    assert d.verdict in ("failure", "suspect")
+    assert d.initiating is not None and d.initiating.line == 4
