@@ -459,6 +459,8 @@ COLLECTED = (
     "2024-05-01T12:00:00.123456+00:00 ",  # kubectl logs --timestamps
     "trainer-1  | ",  # docker compose logs
     "[pod/job-worker-0/trainer] ",  # kubectl logs --prefix
+    "(VLLMInferenceEngine pid=132934) ",  # a Ray worker's line on the driver
+    "\x1b[36m(RayWorkerWrapper pid=1061, ip=10.0.0.2)\x1b[0m ",  # the same, coloured
 )
 
 
