@@ -145,3 +145,27 @@ def test_a_baseline_is_templated_once_and_again_when_it_changes(
     assert first_divergence([str(failed)], [str(healthy)]).column("line").to_pylist() == [3]
     assert calls == [1, 1, 1]
     assert template_set([str(healthy)], cache=False) is not None and calls == [1, 1, 1, 1]
+
+
+def test_one_file_templated_in_parallel_chunks_gives_the_sequential_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read in chunks on several threads reports the same first new
+    lines as one read in order: templates repeated across chunks are taken
+    once, in file order."""
+    import denpex_fast.analysis.baseline as bl
+
+    healthy, failed = tmp_path / "healthy.log", tmp_path / "failed.log"
+    healthy.write_text("".join(f"step {i} loss {i * 0.5}\n" for i in range(3000)))
+    lines = [f"step {i} loss {i * 0.25}\n" for i in range(3000)]
+    for k, at in enumerate((40, 700, 701, 1500, 2200, 2999)):
+        lines[at] = f"odd event kind{'x' * (k % 3)} at {at}\n"  # three templates, repeated
+    for at in range(2400, 2410):
+        lines[at] = f"late {'y' * (at - 2400)} line\n"  # ten more, one per line
+    failed.write_text("".join(lines))
+    monkeypatch.setattr(bl, "CHUNK", 2048)  # many chunks
+    known = template_set([str(healthy)], threads=1, cache=False)
+    serial = first_divergence([str(failed)], known, threads=1, per_file=8)
+    parallel = first_divergence([str(failed)], known, threads=4, per_file=8)
+    assert serial.equals(parallel)
+    assert serial.column("line").to_pylist() == [41, 701, 702, 2401, 2402, 2403, 2404, 2405]

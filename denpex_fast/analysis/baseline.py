@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..engine import _native
@@ -176,8 +177,12 @@ def first_divergence(
     )
     inputs, bad = resolve_inputs([paths] if isinstance(paths, str) else paths)
     errs.extend(bad)
+    cores = max(1, threads or os.cpu_count() or 1)
     n = _threads(len(inputs), threads)
-    if n == 1:
+    if cores > len(inputs):  # fewer files than cores: each file's chunks in parallel
+        with ThreadPoolExecutor(cores, thread_name_prefix="denpex-baseline") as pool:
+            per_input = [_divergence_chunked(inp, known, per_file, pool, cores) for inp in inputs]
+    elif n == 1:
         per_input = [_divergence(inp, known, per_file) for inp in inputs]
     else:  # `known` is only read; each file has its own `seen`
         with ThreadPoolExecutor(n, thread_name_prefix="denpex-baseline") as pool:
@@ -188,6 +193,70 @@ def first_divergence(
         for key in rows:
             rows[key].extend(part[key])
     return pa.table(rows, schema=DIVERGENCE_SCHEMA)
+
+
+def _line_text(buf: Any, start: int, length: int) -> str:
+    end = buf.find(b"\n", start, length)
+    end = length if end < 0 else end
+    return bytes(buf[start : min(end, start + MAX_TEXT)]).rstrip(b"\r").decode("utf-8", "replace")
+
+
+def _divergence_chunked(
+    inp: Input, known: _native.TemplateSet, per_file: int, pool: ThreadPoolExecutor, cores: int
+) -> tuple[dict[str, list[Any]], list[FileError]]:
+    """:func:`_divergence` of one file whose chunks are templated on ``pool``.
+
+    Each chunk reports its first ``per_file`` lines of templates ``known``
+    lacks (with a ``seen`` set of its own); taken in file order, those no
+    earlier chunk reported are the file's.  That is the sequential result: a
+    template new to the file is new to its chunk, and a chunk's report holds
+    at most as many templates already taken as were taken before it, so it
+    always holds the ones still missing."""
+    errs: list[FileError] = []
+    rows: dict[str, list[Any]] = {"file": [], "line": [], "offset": [], "text": []}
+    if per_file <= 0:
+        return rows, errs
+    taken: set[int] = set()
+
+    def one(data: bytes, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        return known.new_lines(
+            _native.TemplateSet(), data, len(data), base_offset=base, base_line=0, cap=per_file
+        )
+
+    pending: deque[tuple[Future[Any], bytes, int]] = deque()
+    line_base = 0
+
+    def settle() -> bool:
+        """Take the oldest chunk's lines; True once the file has ``per_file``."""
+        nonlocal line_base
+        fut, data, base = pending.popleft()
+        lines, offsets, hashes, nl = fut.result()
+        for ln, off, h in zip(lines.tolist(), offsets.tolist(), hashes.tolist()):
+            if h in taken:
+                continue
+            taken.add(h)
+            rows["file"].append(inp.name)
+            rows["line"].append(line_base + ln)
+            rows["offset"].append(off)
+            rows["text"].append(_line_text(data, off - base, len(data)))
+            if len(taken) >= per_file:
+                return True
+        line_base += nl
+        return False
+
+    done = False
+    for buf, length, base in _chunks(inp, errs):
+        data = bytes(memoryview(buf)[:length])  # the reader reuses its buffer
+        pending.append((pool.submit(one, data, base), data, base))
+        while len(pending) > 2 * cores and not done:
+            done = settle()
+        if done:
+            break
+    while pending and not done:
+        done = settle()
+    for fut, _, _ in pending:
+        fut.cancel()
+    return rows, errs
 
 
 def _divergence(
@@ -204,14 +273,10 @@ def _divergence(
             seen, buf, length, base_offset=base, base_line=line_base, cap=per_file - found
         )
         for ln, off in zip(lines.tolist(), offsets.tolist()):
-            start = off - base
-            end = buf.find(b"\n", start, length)
-            end = length if end < 0 else end
-            text = bytes(buf[start : min(end, start + MAX_TEXT)]).rstrip(b"\r")
             rows["file"].append(inp.name)
             rows["line"].append(ln)
             rows["offset"].append(off)
-            rows["text"].append(text.decode("utf-8", "replace"))
+            rows["text"].append(_line_text(buf, off - base, length))
         found += len(lines)
         line_base += nl
         if found >= per_file:
