@@ -168,7 +168,8 @@ def first_divergence(
 ) -> pa.Table:
     """Per file of ``paths``, the first ``per_file`` lines whose template the
     baseline (paths of a healthy run, or a template set) never printed; the
-    files are read in parallel on ``threads`` threads (default: all cores)."""
+    files are read in parallel on ``threads`` threads (default: all cores),
+    and when there are fewer files than threads, each file's chunks are."""
     errs = errors if errors is not None else []
     known = (
         baseline
