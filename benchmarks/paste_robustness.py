@@ -2,7 +2,7 @@
 
 The same failure reaches users dressed in many ways: indented as a Markdown
 code block, quoted, with terminal colour codes (raw, as syslog escapes them,
-or with the escape byte lost), with CRLF line ends, behind a log collector's
+or with the escape byte lost), with CRLF line ends or non-breaking spaces, behind a log collector's
 prefix (Kubernetes CRI files, docker compose), or hard-wrapped by a
 terminal.  For each dressing this script rewrites every dev public case the
 shipped diagnosis gets right (truth line numbers moved with the lines) and
@@ -54,6 +54,7 @@ DRESSINGS: dict[str, Callable[[str], list[str]]] = {
     "syslog-ansi": _colour("#033[32m", "#033[0m"),
     "bare-ansi": _colour("[32m", "[0m"),
     "crlf": lambda line: [line + "\r"],
+    "nbsp": lambda line: [line.replace(" ", "\u00a0")],
     "cri": lambda line: ["2024-05-01T12:00:00.123456789Z stderr F " + line],
     "compose": lambda line: ["trainer-1  | " + line],
     "wrap120": _wrap(120),

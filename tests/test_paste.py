@@ -331,3 +331,15 @@ def test_rows_a_terminal_padded_with_blanks_are_complete_and_its_wraps_still_joi
     assert got is not None
     out = [x.rstrip() for x in got.decode().split("\n")[:-1]]
     assert out == [rows[0], rows[1], wrapped, "", rows[4]]
+
+
+def test_non_breaking_spaces_of_a_web_copy_are_read_as_spaces(tmp_path: Path) -> None:
+    """A log copied from a rendered page or a chat has U+00A0 where the
+    program printed blanks; the exception line is still one."""
+    text = 'Traceback (most recent call last):\n  File "draft.py", line 9, in propose\nRuntimeError: The expanded size of the tensor (1024) must match the existing size (32)\n'
+    log = tmp_path / "log.txt"
+    log.write_text(text.replace(" ", "\u00a0"))
+    got = clean(log.read_bytes())
+    assert got is not None and got.decode() == text
+    d = dx.diagnose(str(log))
+    assert d.initiating is not None and d.initiating.line == 3

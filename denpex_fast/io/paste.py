@@ -9,6 +9,8 @@ patterns and the attribution's prefixes are written for the program's own
 lines, so such a paste is read through a cleaned copy with the same line numbers:
 
 * colour and cursor codes removed;
+* non-breaking spaces (U+00A0, U+202F) that a copy from a web page or a
+  chat puts in place of spaces made spaces again;
 * a ``>`` quote that opens every non-blank line removed;
 * a terminal's hard wraps joined back (three or more lines exactly as long
   as the longest one, or two cut inside a word: each continues on the next;
@@ -89,6 +91,7 @@ def _small_files(paths: Iterable[Any]) -> list[bytes] | None:
 def clean(data: bytes) -> bytes | None:
     """``data`` without the paste's artefacts, or None when it has none."""
     new = _CSI.sub(b"", data)
+    new = new.replace(b"\xc2\xa0", b" ").replace(b"\xe2\x80\xaf", b" ")
     if new.count(_BARE_RESET) >= 2:
         new = _BARE_SGR.sub(b"", new)
     lines = new.split(b"\n")
