@@ -186,28 +186,6 @@ def test_one_row_at_a_terminals_width_that_goes_on_mid_sentence_is_a_wrap(tmp_pa
     assert d.initiating.text == warn
 
 
-def test_one_row_at_a_terminals_width_cut_inside_a_lowercase_word_is_a_wrap() -> None:
-    """A single row cut inside a word or a number ("fail|ed: Connection",
-    "2022-03|-22") continues on the next one; a row that ends a word before a
-    record of its own does not."""
-    mpi = (
-        "[u10-154-66-206][[38971,1],2][btl_tcp_endpoint.c:796:mca_btl_tcp_endpoint_complete_"
-        "connect] connect() to 172.17.0.1 failed: Connection refused (111)"
-    )
-    ray = (
-        "2022-03-22 11:11:18,857\tINFO trainer.py:199 -- Trainer logs will be logged in: "
-        "/home/user/ray_results/train_2022-03-22_11-11-18"
-    )
-    for line, width in ((mpi, 120), (ray, 100)):
-        rows = [line[:width], line[width:]]
-        assert len(rows[0]) == width
-        got = clean(_text(rows))
-        assert got is not None and got.decode().split("\n")[:2] == [line, ""]
-    # ends an upper-case word, or goes on with one: a record may open there
-    assert clean(_text([mpi[:115] + "ERROR", "Connection refused"])) is None
-    assert clean(_text([mpi[:120], "Connection refused (111)"])) is None
-
-
 def test_two_rows_at_a_terminals_width_one_cut_inside_a_token_are_a_wrap() -> None:
     bar = "Preparing test set...:  46%|####      | 31/67 [29:02<35:12, 58.67s/it]slurmstepd"
     cancel = ": error: *** STEP 6053.0 ON node20 CANCELLED AT 2024-04-23T12:18:08 ***"

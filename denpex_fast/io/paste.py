@@ -123,10 +123,6 @@ TERMINAL_WIDTHS = frozenset({80, 100, 120, 132})
 # a row that goes on a sentence: a lowercase word (no ``host:``, ``module.``
 # or ``key=`` that opens a record), after at most the blank the cut left
 _CONTINUES = re.compile(rb" ?[a-z][\w./-]*(?:[ ,;)(\]'\"]|\r?$)")
-# a row cut inside a lowercase word or a number ("fail|ed: Connection refused",
-# "store_based_ba|rrier_key", "2022-03|-22"): no record opens that way
-_WORD_END = re.compile(rb"[a-z0-9_]\r?$")
-_WORD_GOES_ON = re.compile(rb"[a-z0-9_-]")
 
 
 def _unwrap(data: bytes) -> bytes:
@@ -169,17 +165,14 @@ def _wrapped(lines: list[bytes], ends: list[int], width: int) -> bool:
     """Whether the rows ``ends`` (those of the longest length, ``width``) are
     a terminal's hard wraps: three or more of them; two that are each cut
     inside a token; or, at a terminal's standard width, one whose next row
-    goes on mid-sentence (a lowercase word no record opens with), one cut
-    inside a lowercase word or a number, or two of which one is cut inside
-    a token."""
+    goes on mid-sentence (a lowercase word no record opens with) or two of
+    which one is cut inside a token."""
     nexts = [lines[k + 1] if k + 1 < len(lines) else b"" for k in ends]
     cut = [_cut_mid_token(lines[k], n) for k, n in zip(ends, nexts)]
     if len(ends) >= WRAP_LINES or (len(ends) == 2 and all(cut)):
         return True
     return width in TERMINAL_WIDTHS and (
-        any(_CONTINUES.match(n) for n in nexts)
-        or any(_WORD_END.search(lines[k]) and _WORD_GOES_ON.match(n) for k, n in zip(ends, nexts))
-        or (len(ends) == 2 and any(cut))
+        any(_CONTINUES.match(n) for n in nexts) or (len(ends) == 2 and any(cut))
     )
 
 
