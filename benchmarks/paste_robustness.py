@@ -2,9 +2,9 @@
 
 The same failure reaches users dressed in many ways: indented as a Markdown
 code block, quoted, with terminal colour codes (raw, as syslog escapes them,
-or with the escape byte lost), with CRLF line ends or non-breaking spaces, behind a log collector's
-prefix (Kubernetes CRI files, docker compose), or hard-wrapped by a
-terminal.  For each dressing this script rewrites every dev public case the
+or with the escape byte lost), with CRLF line ends or non-breaking spaces,
+behind a log collector's prefix (Kubernetes CRI files, docker compose), or
+hard-wrapped by a terminal.  For each dressing this script rewrites every dev public case the
 shipped diagnosis gets right (truth line numbers moved with the lines) and
 counts how many are still right::
 

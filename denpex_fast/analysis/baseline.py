@@ -81,10 +81,6 @@ def _chunks(inp: Input, errors: list[FileError]) -> Iterator[tuple[bytearray, in
         reader.close()
 
 
-def _threads(n_inputs: int, threads: int | None) -> int:
-    return max(1, min(n_inputs, threads or os.cpu_count() or 1))
-
-
 def template_set(
     paths: Any,
     errors: list[FileError] | None = None,
@@ -179,14 +175,13 @@ def first_divergence(
     inputs, bad = resolve_inputs([paths] if isinstance(paths, str) else paths)
     errs.extend(bad)
     cores = max(1, threads or os.cpu_count() or 1)
-    n = _threads(len(inputs), threads)
     if cores > len(inputs):  # fewer files than cores: each file's chunks in parallel
         with ThreadPoolExecutor(cores, thread_name_prefix="denpex-baseline") as pool:
             per_input = [_divergence_chunked(inp, known, per_file, pool, cores) for inp in inputs]
-    elif n == 1:
+    elif cores == 1:
         per_input = [_divergence(inp, known, per_file) for inp in inputs]
-    else:  # `known` is only read; each file has its own `seen`
-        with ThreadPoolExecutor(n, thread_name_prefix="denpex-baseline") as pool:
+    else:  # at least as many files as cores; `known` is only read, each file has its own `seen`
+        with ThreadPoolExecutor(cores, thread_name_prefix="denpex-baseline") as pool:
             per_input = list(pool.map(lambda inp: _divergence(inp, known, per_file), inputs))
     rows: dict[str, list[Any]] = {"file": [], "line": [], "offset": [], "text": []}
     for part, part_errs in per_input:
