@@ -1985,3 +1985,58 @@ def test_an_exception_raised_without_a_message_in_a_pytest_report_is_named(tmp_p
     d = diagnose([str(log)])
     assert d.verdict in ("failure", "suspect")
     assert d.initiating is not None and d.initiating.line == 4
+
+
+def test_a_report_of_another_process_failure_is_no_rival_to_the_confidence() -> None:
+    """The confidence reads whether the named line had rivals: a collateral
+    line (a peer's timeout, a Ray driver re-raising its worker's exception)
+    is not one, a second line of its own is."""
+    from denpex_fast.analysis.ranker import CONFIDENCE_FEATURES, confidence_features, load_model
+
+    col = {n: i for i, n in enumerate(FEATURE_NAMES)}
+    w = load_model().weights
+
+    def row(kind: str) -> list[float]:
+        x = [0.0] * len(FEATURE_NAMES)
+        x[col[kind]] = 1.0
+        return x
+
+    one = CONFIDENCE_FEATURES.index("one_candidate")
+    cause = row("specific_cause")
+    assert confidence_features([cause], w)[one] == 1.0
+    assert confidence_features([cause, row("collateral")], w)[one] == 1.0
+    assert confidence_features([cause, row("open_world")], w)[one] == 0.0
+    assert confidence_features([row("collateral"), row("collateral")], w)[one] == 0.0
+
+
+def test_a_ray_driver_paste_cut_after_its_re_raise_names_that_line(tmp_path) -> None:
+    """A driver's traceback that stops at ``RayTaskError(Cls): ray::...`` (the
+    worker's own traceback cut off) is a failure at that line, not a log that
+    stopped without an error; with the worker's exception below it, the
+    exception is named."""
+    from denpex_fast import diagnose
+
+    head = [
+        "Traceback (most recent call last):",
+        '  File "/app/train.py", line 84, in <module>',
+        "    ray.get(actor.init.remote())",
+        '  File "/usr/lib/python3/site-packages/ray/_private/worker.py", line 937, in get_objects',
+        "    raise value.as_instanceof_cause()",
+        "ray.exceptions.RayTaskError(RuntimeError): ray::TrainActor.init() (pid=4411, ip=10.0.0.3)",
+    ]
+    log = tmp_path / "driver.log"
+    log.write_text("\n".join(head) + "\n")
+    d = diagnose(log)
+    assert d.verdict in ("failure", "suspect")
+    assert d.initiating is not None
+    assert (d.initiating.signature, d.initiating.line) == ("vllm-ray-task-error", 6)
+
+    tail = [
+        '  File "/app/actor.py", line 12, in init',
+        "    torch.cuda.set_device(7)",
+        "RuntimeError: CUDA error: invalid device ordinal",
+    ]
+    log.write_text("\n".join(head + tail) + "\n")
+    d = diagnose(log)
+    assert d.initiating is not None
+    assert (d.initiating.signature, d.initiating.line) == ("cuda-invalid-device-ordinal", 9)

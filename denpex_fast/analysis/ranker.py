@@ -292,6 +292,11 @@ def confidence_features(X: np.ndarray, w: np.ndarray, excerpt: bool = False) -> 
     margin = float(s[order[0]] - s[order[1]]) if len(s) > 1 else 4.0
     absence = max(top[col["silent_suspect"]], top[col["laggard"]])
     ranks_known = float(X[:, col["has_rank"]].max()) > 0
+    # a line that only reports another process's failure (a peer's timeout, a
+    # driver re-raising its worker's exception) is no rival to a line of its own
+    rivals = len(s) - 1
+    if not top[col["collateral"]]:
+        rivals = int(np.count_nonzero(X[:, col["collateral"]] == 0)) - 1
     return np.array(
         [
             1.0,
@@ -304,7 +309,7 @@ def confidence_features(X: np.ndarray, w: np.ndarray, excerpt: bool = False) -> 
             top[col["collateral"]],
             absence,
             1.0 if ranks_known and not top[col["has_rank"]] else 0.0,
-            1.0 if len(s) == 1 else 0.0,
+            1.0 if rivals == 0 else 0.0,
             1.0 if excerpt else 0.0,
             # a whole job checks a generic line against its peers and its
             # progress; in an excerpt it is only the loudest line there
