@@ -160,6 +160,10 @@ RANK_CASES = [
         "api failed.",
         3,
     ),
+    # SGLang's scheduler tag: the TP rank is global unless pipeline stages renumber it
+    ("[2025-02-23 06:04:22 TP7] Scheduler hit an exception: Traceback", 7),
+    ("[2025-05-01 12:00:00 DP1 TP3 EP3] Scheduler hit an exception: Traceback", 3),
+    ("[2025-05-01 12:00:00 PP1 TP3] Scheduler hit an exception: Traceback", None),
 ]
 
 

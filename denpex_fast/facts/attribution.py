@@ -217,8 +217,12 @@ _RANK_TAG = (
     r"|/job:jax_worker/replica:\d+/task:(?P<jt>" + _N + r")\b"
     # torch_npu's error record: "[ERROR] <time> (PID:n, Device:d, RankID:r) ERR02200 ..."
     r"|\(PID:\d+, Device:\d+, RankID:(?P<hr>" + _N + r")\)"
+    # SGLang's scheduler tags its lines "[<time> TP3]" ("DP1 TP3", "TP3 EP3"):
+    # the tensor-parallel rank is the global one unless pipeline stages
+    # ("PP1 TP3") number the ranks again
+    r"|\d\d:\d\d:\d\d(?: DP\d+)? TP(?P<sg>" + _N + r")(?: EP\d+)?\]"
 )
-_RANK_TAG_GROUPS = "p r g t s m om o l dl ua ns sp sx jt hr".split()
+_RANK_TAG_GROUPS = "p r g t s m om o l dl ua ns sp sx jt hr sg".split()
 # The wordings a training script's own logger uses for its rank, in any case:
 # "[rank 2]", "[RANK: 2]", "rank=2", "rank[2]", "Rank 1 will connect", "rank 3 of 8",
 # "trainer.rank2".  Weaker than every form above (tried after them); a rank
