@@ -2040,3 +2040,31 @@ def test_a_ray_driver_paste_cut_after_its_re_raise_names_that_line(tmp_path) -> 
     d = diagnose(log)
     assert d.initiating is not None
     assert (d.initiating.signature, d.initiating.line) == ("cuda-invalid-device-ordinal", 9)
+
+
+def test_a_warning_the_job_went_on_past_to_its_completion_line_is_no_failure(tmp_path) -> None:
+    """Megatron warns that it found no checkpoint and starts from random
+    weights, then trains to its end and saves: the job finished, and the
+    warning is listed, not named as the failure.  A warning printed after
+    the completion line (a teardown that went wrong) still counts."""
+    from denpex_fast import diagnose
+
+    lines = [
+        "WARNING: could not find the metadata file /ckpt/gpt2/latest_checkpointed_iteration.txt ",
+        "    will not load any checkpoints and will start from random",
+        *(
+            f" iteration {i:8d}/     200 | consumed samples: {i * 8:10d} | lm loss: 6.1E+00 |"
+            for i in range(10, 210, 10)
+        ),
+        "[after training is done] datetime: 2023-07-17 01:28:11 ",
+        "saving checkpoint at iteration     200 to /ckpt/gpt2",
+        "  successfully saved checkpoint at iteration     200 to /ckpt/gpt2",
+    ]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    d = diagnose(log)
+    assert d.verdict == "no-failure-found"
+    assert any("megatron-ckpt-metadata-missing" in r for r in d.reasons)
+
+    log.write_text("\n".join([*lines, "error: something went wrong at teardown"]) + "\n")
+    assert diagnose(log).verdict != "no-failure-found"

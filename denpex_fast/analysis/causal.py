@@ -888,6 +888,19 @@ def rank_events(
         _exception_lines(virtual, table, reader, kb)
     cands += virtual
     completed = _completed(events, kb)
+    outlived: list[Event] = []
+    if completed:
+        # a warning the job went on past to its completion line did not end it
+        # (Megatron starting from random weights, a retried connection); the
+        # report lists it without calling the job failed
+        ends = [e for e in events if "completion" in marks(kb, e.signature)]
+        gone = [
+            c
+            for c in cands
+            if c.head is not None and c.head.severity == "warning" and _before_any(c.head, ends)
+        ]
+        outlived = [c.head for c in gone if c.head is not None]
+        cands = [c for c in cands if c not in gone]
     only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
     if only_lag and (completed or all(c.extra.get("lag", 0) <= 1 for c in cands)):
         # no error anywhere.  The job says it finished: a rank whose last
@@ -938,6 +951,11 @@ def rank_events(
                 stopped_after=stop,
             )
         why = ["no error-like line and no stop before completion"]
+        if outlived:
+            why = [
+                "the job printed its completion line after every warning it printed: "
+                + ", ".join(f"{e.signature} at {e.where()}" for e in outlived[:3])
+            ]
         return Ranking(
             None, 0.0, why + clock, "no-failure-found", skew=skew, events=events, stall_start=stall
         )
@@ -1185,13 +1203,26 @@ ACCOUNT_LINES = 10
 _NOT_OWN_PHASES = frozenset({"launcher", "scheduler"})
 
 
+def _before_any(e: Event, ends: Sequence[Event]) -> bool:
+    """Whether ``e`` was printed before one of ``ends``: earlier in the same
+    file, or earlier in time."""
+    return any(
+        (x.file == e.file and x.line > e.line)
+        or (x.t is not None and e.t is not None and x.t > e.t)
+        for x in ends
+    )
+
+
 def _completed(events: Sequence[Event], kb: Any) -> bool:
     """Whether the job says it finished: a ``completion`` line that no
     progress line of its file follows (a "done" printed mid-run, by a
     loading step, says nothing about the end)."""
     last_step: dict[str, int] = {}
     for e in events:
-        if field_number(e.fields, STEP_FIELDS) is not None:
+        # a checkpoint written after the loop ended is no sign the loop went on
+        if field_number(e.fields, STEP_FIELDS) is not None and "checkpoint-saved" not in marks(
+            kb, e.signature
+        ):
             last_step[e.file] = max(last_step.get(e.file, 0), e.line)
     return any(
         "completion" in marks(kb, e.signature) and e.line > last_step.get(e.file, 0) for e in events

@@ -161,7 +161,10 @@ class Diagnosis:
         if self.verdict == "incomplete":
             return "incomplete: some input could not be read whole; no all-clear is given"
         if self.verdict == "no-failure-found":
-            return "no failure found: no error-like line and no stop before completion"
+            return (
+                "no failure found: no error-like line (or only warnings the job went on "
+                "past), and no stop before completion"
+            )
         if self.initiating is None and self.suspect_rank is not None:
             return f"suspect: rank {self.suspect_rank} (it printed no failure of its own)"
         return self.verdict
@@ -260,7 +263,8 @@ def diagnose(
       without a completion line (``stopped_after`` holds the last progress line);
     * ``incomplete``: some input could not be read whole and nothing failed in
       what was read: never an all-clear;
-    * ``no-failure-found``: no error-like line and no stop before completion.
+    * ``no-failure-found``: no error-like line (or only warnings followed by the
+      job's completion line, listed in ``reasons``) and no stop before completion.
 
     ``Diagnosis.confidence`` is how often diagnoses like this one (tier,
     probability, margin, a pasted excerpt or a whole job) were right on logs
