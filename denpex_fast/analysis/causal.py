@@ -887,20 +887,17 @@ def rank_events(
     if reader is not None:
         _exception_lines(virtual, table, reader, kb)
     cands += virtual
-    completed = _completed(events, kb)
-    outlived: list[Event] = []
-    if completed:
-        # a warning the job went on past to its completion line did not end it
-        # (Megatron starting from random weights, a retried connection); the
-        # report lists it without calling the job failed
-        ends = [e for e in events if "completion" in marks(kb, e.signature)]
-        gone = [
-            c
-            for c in cands
-            if c.head is not None and c.head.severity == "warning" and _before_any(c.head, ends)
-        ]
-        outlived = [c.head for c in gone if c.head is not None]
-        cands = [c for c in cands if c not in gone]
+    ends = _completion_lines(events, kb)
+    completed = bool(ends)
+    # a warning the job went on past to its completion line did not end it
+    # (Megatron starting from random weights, a retried connection); the
+    # report lists it without calling the job failed
+    outlived = [
+        c.head
+        for c in cands
+        if c.head is not None and c.head.severity == "warning" and _before_any(c.head, ends)
+    ]
+    cands = [c for c in cands if c.head not in outlived]
     only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
     if only_lag and (completed or all(c.extra.get("lag", 0) <= 1 for c in cands)):
         # no error anywhere.  The job says it finished: a rank whose last
@@ -1213,10 +1210,10 @@ def _before_any(e: Event, ends: Sequence[Event]) -> bool:
     )
 
 
-def _completed(events: Sequence[Event], kb: Any) -> bool:
-    """Whether the job says it finished: a ``completion`` line that no
-    progress line of its file follows (a "done" printed mid-run, by a
-    loading step, says nothing about the end)."""
+def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
+    """The lines that say the job finished: ``completion`` lines that no
+    progress line of their file follows (a "done" printed mid-run, by a
+    loading step, says nothing about the end).  None: it did not say so."""
     last_step: dict[str, int] = {}
     for e in events:
         # a checkpoint written after the loop ended is no sign the loop went on
@@ -1224,9 +1221,11 @@ def _completed(events: Sequence[Event], kb: Any) -> bool:
             kb, e.signature
         ):
             last_step[e.file] = max(last_step.get(e.file, 0), e.line)
-    return any(
-        "completion" in marks(kb, e.signature) and e.line > last_step.get(e.file, 0) for e in events
-    )
+    return [
+        e
+        for e in events
+        if "completion" in marks(kb, e.signature) and e.line > last_step.get(e.file, 0)
+    ]
 
 
 def _demote_accounts(cands: list[Incident], kb: Any) -> None:
