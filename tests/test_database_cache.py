@@ -83,6 +83,17 @@ def test_pickle_ships_serialized_database(tmp_path: Path) -> None:
     assert s2.scan_bytes(DATA).equals(s.scan_bytes(DATA))
 
 
+def test_unpickling_the_same_database_twice_deserializes_once() -> None:
+    # Dask can hand one worker two copies of a scattered scanner.
+    s = Scanner(patterns=PATS, cache_dir=False)
+    blob = pickle.dumps(s)
+    first, second = pickle.loads(blob), pickle.loads(blob)
+    assert first is not second and first._db is second._db
+    other = pickle.loads(pickle.dumps(Scanner(patterns={"c": ["zzz+"]}, cache_dir=False)))
+    assert other._db is not first._db
+    assert second.scan_bytes(DATA).equals(s.scan_bytes(DATA))
+
+
 def test_deserialize_rejects_garbage() -> None:
     with pytest.raises(_native.CallError) as ei:
         _native.Database.deserialize(b"\0" * 100, 1)

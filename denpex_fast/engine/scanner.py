@@ -1244,6 +1244,28 @@ class _Collector:
         )
 
 
+# Databases this process already rebuilt, by content: Dask may hand a worker
+# the same scattered scanner more than once (a replica fetched from a peer
+# while its own copy lands), and each copy must not cost a deserialize.
+_REBUILT: dict[bytes, _native.Database] = {}
+_REBUILT_LOCK = threading.Lock()
+_REBUILT_MAX = 4
+
+
+def _rebuilt_database(blob: bytes, n_sigs: int) -> _native.Database:
+    import hashlib
+
+    key = hashlib.blake2b(blob, digest_size=16).digest() + n_sigs.to_bytes(4, "little")
+    with _REBUILT_LOCK:
+        db = _REBUILT.get(key)
+        if db is None:
+            db = _native.Database.deserialize(blob, n_sigs)
+            while len(_REBUILT) >= _REBUILT_MAX:
+                _REBUILT.pop(next(iter(_REBUILT)))
+            _REBUILT[key] = db
+        return db
+
+
 def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:
     s = Scanner.__new__(Scanner)
     s.signature_set = None
@@ -1256,7 +1278,7 @@ def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:
         sig_caps=s._caps(state["max_rows"], state.get("row_caps")),
     )
     s._cache_dir = None
-    s._db = _native.Database.deserialize(blob, len(s.signature_ids))
+    s._db = _rebuilt_database(blob, len(s.signature_ids))
     s._sig_dictionary = pa.array(s.signature_ids, pa.string())
     s._local = threading.local()
     s.stream_chunk = STREAM_CHUNK
