@@ -287,7 +287,29 @@ def _role(kb: Any, sig_id: str) -> str:
         return "context"
 
 
-_NCCL_INFO = " NCCL INFO "  # behind its host:pid:tid tag, or at the start of a pasted line
+# A logger's own INFO/DEBUG level near the start of a line: glog's
+# ``I1016 12:00:00.123456   42 file.py:895]``, Python logging's ``INFO:name:``,
+# ``- INFO -``, ``| INFO |``, ``[INFO]`` and ``[INFO|file.py:12]``, vLLM's
+# ``INFO 10-16 12:00:00``, NCCL's ``NCCL INFO``.  What a library narrates at
+# that level is a probe it recovers from (an optional backend, plugin or
+# library it cannot open), never its failure, whatever error words it quotes.
+_NARRATED = re.compile(
+    r"(?:^|[\s\])|])(?:"
+    r"I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.-]+:\d+\]"
+    r"|(?:INFO|DEBUG)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d)"
+    r"|\[(?:INFO|DEBUG)[\]|]"
+    r"|NCCL INFO "
+    r")"
+)
+_LEVEL_WITHIN = 120  # a level word further in is quoted text, not the line's own
+
+
+def narrated(text: str) -> bool:
+    """True when ``text`` was written at a logger's INFO or DEBUG level."""
+    m = _NARRATED.search(text, 0, _LEVEL_WITHIN + 16)
+    return m is not None and m.start() <= _LEVEL_WITHIN
+
+
 #: knowledge-base frameworks of generic messages (errno texts, error words)
 _GENERIC = frozenset({"os", "any", "python"})
 
@@ -309,14 +331,9 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
             role, severity, phase = "context", "info", ""
         else:
             role, severity, phase = sig.role, sig.severity, sig.phase
-            if (
-                role != "context"
-                and sig.framework in _GENERIC
-                and _NCCL_INFO in " " + cols["text"][i]
-            ):
-                # NCCL reports its own failures at WARN; at INFO it narrates
-                # probes it recovers from (an optional plugin or verbs library
-                # it cannot open): generic error words there are not a failure
+            if role != "context" and sig.framework in _GENERIC and narrated(cols["text"][i]):
+                # libraries report their own failures at WARN or above: generic
+                # error words in an INFO line are not a failure
                 role = "context"
         events.append(
             Event(

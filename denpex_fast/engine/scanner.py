@@ -1303,7 +1303,11 @@ def pattern_failure(exc: BaseException, sigs: Mapping[str, Signature]) -> tuple[
     if not isinstance(sid, str) or sid not in sigs or not isinstance(index, int):
         return None
     sig = sigs[sid]
-    expr = sig.patterns[index] if 0 <= index < len(sig.patterns) else "?"
+    from ..kb.signatures import source_pattern
+
+    # the scanner compiles each entry pattern as one or more expressions
+    index = source_pattern(sig.patterns, index)
+    expr = sig.patterns[index] if index >= 0 else "?"
     hs_message = getattr(exc, "hs_message", None) or str(exc)
     return sid, (
         f"{sig.source}: signature '{sid}': field 'patterns[{index}]': "

@@ -50,7 +50,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as _dataclass_fields
 from pathlib import Path
@@ -88,7 +88,8 @@ __all__ = [
     "load_patterns",
     "load_signatures",
     "pyproject_signature_paths",
-    "scan_form",
+    "scan_forms",
+    "source_pattern",
 ]
 
 SCHEMA = "denpex.signatures/1"
@@ -367,8 +368,11 @@ class SignatureSet:
 
     def patterns(self) -> dict[str, list[str]]:
         """Map each id to its Hyperscan expressions, the form the scanner takes
-        (a line-start anchor sees through collector prefixes: :func:`scan_form`)."""
-        return {sid: [scan_form(p) for p in sig.patterns] for sid, sig in self._by_id.items()}
+        (a line-start anchor sees through collector prefixes: :func:`scan_forms`)."""
+        return {
+            sid: [form for p in sig.patterns for form in scan_forms(p)]
+            for sid, sig in self._by_id.items()
+        }
 
     def by_role(self, role: str) -> tuple[Signature, ...]:
         """The entries whose role is ``role`` (``cause``, ``symptom`` or ``context``)."""
@@ -684,34 +688,56 @@ def parse_document(
     return out
 
 
-#: bump when parsing, :class:`Signature` or :func:`scan_form` changes: cached
+#: bump when parsing, :class:`Signature` or :func:`scan_forms` changes: cached
 #: parses of older loaders are ignored
-PARSED_FORMAT = 4
+PARSED_FORMAT = 5
 
 #: What a log collector writes before every line a process printed: the
 #: RFC 3339 time of kubelet's CRI files and of ``kubectl logs --timestamps``
-#: (with the CRI stream and tag), ``docker compose logs``' service column,
-#: ``kubectl logs --prefix``, the ``(Name pid=N, ip=A)`` of a Ray worker's
-#: lines on the driver, and the terminal colours kept around them.
+#: (with the CRI stream and tag), ``kubectl logs --prefix``, the
+#: ``(Name pid=N, ip=A)`` of a Ray worker's lines on the driver, and the
+#: terminal colours kept around them.
 COLLECTOR_PREFIXES = (
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (?:std(?:out|err) [FP] )?",
-    r"[\w.-]+ +\| ",
     r"\[pod/[^\]\s]+\] ",
     r"\([\w.-]+ (?:[^()\n]{0,80} )?pid=\d+[^()\n]{0,80}\) ?",
     r"\x1b\[[\d;]*m",
 )
+#: ``docker compose logs``' service column (``trainer-1  | ``).  It gets an
+#: expression of its own: folded into the optional prefix group above, a word
+#: class that can also read the entry's first word makes Vectorscan 5.4 miss
+#: the entry on a line that follows a long line starting with that word
+#: (``^(?:[a-z]+ +\| )?ERROR `` finds only the first of two long ``ERROR``
+#: lines); two expressions find both.
+SERVICE_COLUMN = r"[\w.-]+ +\| "
 _LEADING_ANCHOR = re.compile(r"((?:\(\?[a-zA-Z]+\))?)\^")
 
 
-def scan_form(expr: str) -> str:
+def scan_forms(expr: str) -> list[str]:
     """``expr`` as the scanner compiles it: an entry anchored at the line start
-    (``^``) also matches behind :data:`COLLECTOR_PREFIXES`, so a pattern
-    written against a terminal's lines finds the same lines in logs gathered
-    from a cluster."""
+    (``^``) also matches behind :data:`COLLECTOR_PREFIXES` and a
+    :data:`SERVICE_COLUMN`, so a pattern written against a terminal's lines
+    finds the same lines in logs gathered from a cluster.  One expression for
+    an unanchored pattern, two for an anchored one."""
     m = _LEADING_ANCHOR.match(expr)
     if m is None:
-        return expr
-    return f"{m.group(1)}^(?:{'|'.join(COLLECTOR_PREFIXES)})*{expr[m.end() :]}"
+        return [expr]
+    flags, body = m.group(1), expr[m.end() :]
+    prefixes = f"(?:{'|'.join(COLLECTOR_PREFIXES)})*"
+    return [
+        f"{flags}^{prefixes}{body}",
+        f"{flags}^{prefixes}{SERVICE_COLUMN}{prefixes}{body}",
+    ]
+
+
+def source_pattern(patterns: Sequence[str], index: int) -> int:
+    """The index in ``patterns`` of the ``index``-th expression of their
+    :func:`scan_forms` (-1 when out of range)."""
+    for k, p in enumerate(patterns):
+        index -= len(scan_forms(p))
+        if index < 0:
+            return k
+    return -1
 
 
 def load_file(path: StrPath) -> list[Signature]:
