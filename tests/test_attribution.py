@@ -552,6 +552,14 @@ def test_nccl_host_pid_tid_line(tmp_path: Path) -> None:
     assert row["host"] == "r11i6n2" and row["rank"] is None
 
 
+def test_signal_handler_host_pid_prefix(tmp_path: Path) -> None:
+    # Open MPI's and glibc's handlers tag their report with [host:pid]
+    log = tmp_path / "console.log"
+    log.write_text("[gpu-n12:4711] Signal: Segmentation fault (11)\n")
+    row = _corpus_row([log], "console.log", 1)
+    assert row["host"] == "gpu-n12" and row["rank"] is None
+
+
 def test_real_nccl_pod_host_and_oom_rank() -> None:
     files = _corpus_case("104-")
     assert _corpus_row(files, "train_log.txt", 1)["rank"] == 2

@@ -499,6 +499,82 @@ def test_a_pid_named_elsewhere_gives_the_kernel_record_its_rank(kb) -> None:
     assert r.initiating.rank == 2
 
 
+def test_a_signal_handler_report_takes_the_rank_of_the_launchers_account(kb) -> None:
+    # two hosts, one segfault each: each handler's [host:pid] report is the
+    # origin, srun's "task N: Segmentation fault" names its rank afterwards
+    rows = [
+        {
+            "signature": "any-fatal-signal-text",
+            "line": 3,
+            "host": "gpu-a1",
+            "text": "[gpu-a1:501] *** Process received signal ***",
+        },
+        {
+            "signature": "any-fatal-signal-text",
+            "line": 4,
+            "host": "gpu-a1",
+            "text": "[gpu-a1:501] Signal: Segmentation fault (11)",
+        },
+        {
+            "signature": "any-fatal-signal-text",
+            "line": 5,
+            "host": "gpu-b2",
+            "text": "[gpu-b2:777] *** Process received signal ***",
+        },
+        {
+            "signature": "any-fatal-signal-text",
+            "line": 6,
+            "host": "gpu-b2",
+            "text": "[gpu-b2:777] Signal: Segmentation fault (11)",
+        },
+        {
+            "signature": "os-segfault",
+            "line": 20,
+            "rank": 5,
+            "host": "gpu-b2",
+            "text": "srun: error: gpu-b2: task 5: Segmentation fault (core dumped)",
+        },
+        {
+            "signature": "os-segfault",
+            "line": 22,
+            "rank": 1,
+            "host": "gpu-a1",
+            "text": "srun: error: gpu-a1: task 1: Segmentation fault (core dumped)",
+        },
+    ]
+    r = rank_events(table(rows), kb)
+    by_line = {e.line: e.rank for e in r.events}
+    assert by_line[3] == by_line[4] == 1 and by_line[5] == by_line[6] == 5
+    assert (r.initiating.line, r.initiating.rank) == (3, 1)
+
+
+def test_a_signal_handler_report_stays_rankless_when_its_host_is_ambiguous(kb) -> None:
+    # two processes of one host died of the same signal: which task is which is unknown
+    rows = [
+        {
+            "signature": "any-fatal-signal-text",
+            "line": 1,
+            "host": "gpu-a1",
+            "text": "[gpu-a1:501] Signal: Segmentation fault (11)",
+        },
+        {
+            "signature": "any-fatal-signal-text",
+            "line": 2,
+            "host": "gpu-a1",
+            "text": "[gpu-a1:502] Signal: Segmentation fault (11)",
+        },
+        {
+            "signature": "os-segfault",
+            "line": 20,
+            "rank": 0,
+            "host": "gpu-a1",
+            "text": "srun: error: gpu-a1: task 0: Segmentation fault (core dumped)",
+        },
+    ]
+    r = rank_events(table(rows), kb)
+    assert [e.rank for e in r.events if e.line in (1, 2)] == [None, None]
+
+
 def test_a_file_without_timestamps_is_ordered_by_name_not_put_last(kb) -> None:
     # two restart attempts saved as two files; only the second has timestamps
     ecc = "RuntimeError: transform: failed to synchronize: cudaErrorECCUncorrectable: uncorrectable ECC error encountered"

@@ -836,6 +836,7 @@ def rank_events(
     rank_notes: list[str] = []
     nodes = _global_ranks(live, rank_notes)
     _pid_ranks(live)
+    _signal_ranks(live)
     _reported_ranks(live)
     if reader is not None:
         known_ranks |= _sibling_ranks(live, reader.labels())
@@ -1245,6 +1246,56 @@ def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
     ]
 
 
+# A launcher's account of a rank a signal killed: srun's "task 0: Segmentation
+# fault (core dumped)", mpirun's "... exited on signal 11 (Segmentation fault)".
+_SIGNAL_ACCOUNT = re.compile(
+    r"srun: error: \S+: task \d+: (?P<a>[A-Z][a-z]+(?: [a-z]+)*)"
+    r"|exited on signal \d+ \((?P<b>[^)]+)\)"
+)
+# The dying process's own handler (Open MPI's, glibc's): "[host:pid] Signal: ..."
+_HANDLER = re.compile(r"(?:^|\s)\[(?P<host>[A-Za-z][\w.-]*\d[\w.-]*):(?P<pid>\d+)\] ")
+_SIGNAL_NAME = re.compile(
+    r"Segmentation fault|Bus error|Illegal instruction|Floating point exception|Aborted|Killed"
+)
+
+
+def _signal_ranks(events: Sequence[Event]) -> None:
+    """Give a signal handler's report the rank the launcher's account of the
+    same death names.
+
+    The handler prints ``[host:pid] Signal: Segmentation fault (11)`` and its
+    backtrace with no rank; srun (or mpirun) then reports ``nid1: task 0:
+    Segmentation fault``.  On a host with one account of a signal and one
+    process reporting that signal, they are the same process: every line of
+    its report takes the account's rank."""
+    ranks: dict[tuple[str, str], set[int]] = defaultdict(set)
+    pids: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for e in events:
+        handler = _HANDLER.search(e.text)
+        name = _SIGNAL_NAME.search(e.text)
+        if handler is not None and name is not None:
+            pids[(handler["host"], name[0].lower())].add(handler["pid"])
+            continue
+        account = _SIGNAL_ACCOUNT.search(e.text)
+        if account is not None and e.rank is not None and e.host:
+            said = _SIGNAL_NAME.search(account["a"] or account["b"])
+            if said is not None:
+                ranks[(e.host, said[0].lower())].add(e.rank)
+    process: dict[tuple[str, str], int] = {}
+    for key, found in pids.items():
+        named = ranks.get(key, set())
+        if len(found) == 1 and len(named) == 1:
+            process[(key[0], next(iter(found)))] = next(iter(named))
+    if not process:
+        return
+    for e in events:
+        handler = _HANDLER.search(e.text) if e.rank is None else None
+        if handler is not None:
+            r = process.get((handler["host"], handler["pid"]))
+            if r is not None:
+                e.rank = r
+
+
 def _demote_accounts(cands: list[Incident], kb: Any) -> None:
     """A launcher's account of how a rank ended (a ``ChildFailedError``
     summary entry, mpirun's abort report: incidents holding a ``record``
@@ -1259,6 +1310,7 @@ def _demote_accounts(cands: list[Incident], kb: Any) -> None:
             "record" in marks(kb, m.signature) and abs(m.line - c.head.line) <= ACCOUNT_LINES
             for m in c.members
         )
+        or _SIGNAL_ACCOUNT.search(c.head.text) is not None
         for c in cands
     ]
     own = {

@@ -245,7 +245,9 @@ _HOST_PREFIX = (
     r"|(?:<\d+>)?(?:(?:" + _MON + r") +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))"
     r" (?P<sys>" + _HOST + r") [^\s:\[]+(?:\[\d+\])?: "
-    r"|(?P<nccl>" + _HOST + r"):(?P<pid>\d+):\d+ \[\d+\] )"
+    r"|(?P<nccl>" + _HOST + r"):(?P<pid>\d+):\d+ \[\d+\] "
+    # Open MPI's and glibc's handlers: "[host:pid] *** Process received signal ***"
+    r"|\[(?P<sig>" + _HOST_D + r"):(?P<sigpid>\d+)\] )"
 )
 _HOST_TAG = (
     r"^\s*host\s*: (?P<elastic>" + _HOST + r")\s*$"
@@ -395,9 +397,9 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
     proc_idx = np.full(n, -1, np.int64)
     at, parts = _extract(arr, np.arange(n), _HOST_PREFIX)
     if parts is not None:
-        host_src.append(_groups_str(parts, ["pdsh", "pod", "ray", "sys", "nccl"]))
+        host_src.append(_groups_str(parts, ["pdsh", "pod", "ray", "sys", "nccl", "sig"]))
         host_idx[at] = np.arange(len(at))
-        proc_src.append(_nccl_process(parts))
+        proc_src.append(_nccl_process(parts, ("nccl", "pid"), ("sig", "sigpid")))
         proc_idx[at] = np.arange(len(at))
     base = len(host_src[0]) if host_src else 0
     at, parts = _extract(head, np.flatnonzero(host_idx < 0), _HOST_TAG)
@@ -426,12 +428,15 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
     return LineFacts(rank, local, host, tp.parse_times(arr), process)
 
 
-def _nccl_process(parts: pa.StructArray) -> pa.Array:
-    """``nccl:host:pid`` where the NCCL ``host:pid:tid`` group matched, else null."""
-    host = pc.if_else(
-        pc.equal(parts.field("nccl"), ""), pa.scalar(None, pa.string()), parts.field("nccl")
-    )
-    return pc.binary_join_element_wise("nccl", host, parts.field("pid"), ":")
+def _nccl_process(parts: pa.StructArray, *groups: tuple[str, str]) -> pa.Array:
+    """``nccl:host:pid`` where a (host, pid) pair of ``groups`` matched (NCCL's
+    ``host:pid:tid``, a signal handler's ``[host:pid]``: one OS process), else null."""
+    out = pa.nulls(len(parts), pa.string())
+    for host_group, pid_group in groups or (("nccl", "pid"),):
+        host = parts.field(host_group)
+        key = pc.binary_join_element_wise("nccl", host, parts.field(pid_group), ":")
+        out = pc.if_else(pc.equal(host, ""), out, key)
+    return out
 
 
 def _gather_strings(sources: list[pa.Array], idx: np.ndarray) -> pa.Array:
