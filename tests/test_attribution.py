@@ -560,6 +560,13 @@ def test_signal_handler_host_pid_prefix(tmp_path: Path) -> None:
     assert row["host"] == "gpu-n12" and row["rank"] is None
 
 
+def test_a_rank_glued_to_the_message_is_read(tmp_path: Path) -> None:
+    # IBM Spectrum MPI's PAMI layer: "[rank]Message", no separator
+    log = tmp_path / "console.log"
+    log.write_text("[3]Error opening IPC Memhandle from peer:1, invalid argument\n[7]x\n")
+    assert _corpus_row([log], "console.log", 1)["rank"] == 3
+
+
 def test_real_nccl_pod_host_and_oom_rank() -> None:
     files = _corpus_case("104-")
     assert _corpus_row(files, "train_log.txt", 1)["rank"] == 2

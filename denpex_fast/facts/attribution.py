@@ -182,6 +182,8 @@ _RANK_PREFIX_FORMS = (
     r"|\[\d+,(?P<b>" + _N + r")\]<std(?:out|err)>:"
     r"|\s*(?P<c>" + _N + r"): "
     r"|\[(?P<d>" + _N + r")\]:."
+    # IBM Spectrum MPI / PAMI glue the rank to the message: "[0]Error opening ..."
+    r"|\[(?P<pm>" + _N + r")\][A-Z][a-z]"
     r"|\([\w-]+ rank=(?P<e>" + _N + r") [^()]*pid=\d+[^()]*\)"
     # vLLM's multiprocessing workers: Worker_TP1, Worker_DP0_TP1_EP1 (with no
     # data- or pipeline-parallel index above 0 the tensor-parallel index is the rank)
@@ -354,8 +356,8 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
             rank[at], _ = _groups_int(parts, names)
             local[at] = is_local
 
-    prefix(_RANK_PREFIX_AT0, ["a", "b", "c", "d", "e", "v"], False)
-    prefix(_RANK_PREFIX, ["a", "b", "c", "d", "e", "v"], False)
+    prefix(_RANK_PREFIX_AT0, ["a", "b", "c", "d", "pm", "e", "v"], False)
+    prefix(_RANK_PREFIX, ["a", "b", "c", "d", "pm", "e", "v"], False)
     at, parts = _extract(head, np.flatnonzero(rank < 0), _RANK_TAG)
     tag_local = np.zeros(0, np.int64)
     tagged = np.zeros(n, bool)  # a strong tag decided (maybe "another group's rank": none)
