@@ -667,3 +667,23 @@ def test_cli_check_list_show(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert out.startswith("demo-one — Demo failure") and "Do the demo fix." in out
     assert main(["show", "demo-zzz", "--no-builtin", "-p", str(good)]) == 1
+
+
+def test_hyperscan_refusal_after_an_anchored_pattern_names_the_right_index(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("denpex_fast._denpex_scan")
+    # an anchored pattern compiles as two expressions; the refusal still
+    # names the entry's own third pattern
+    path = write(
+        tmp_path / "demo.toml",
+        [
+            entry(),
+            entry("demo-two", patterns=["^DemoFailureMarker", "AnotherMarker", r"(abcdef)\1"]),
+        ],
+    )
+    with pytest.raises(SignatureError) as info:
+        load_signatures([path], builtin=False)
+    assert "field 'patterns[2]': Hyperscan refuses '(abcdef)\\\\1'" in str(info.value)
+    problems, _notes, _count = check_signatures([path])
+    assert any("field 'patterns[2]': Hyperscan refuses" in p for p in problems), problems

@@ -27,6 +27,7 @@ from ..kb.signatures import (
     format_list,
     format_signature,
     parse_document,
+    scan_forms,
     tomllib,
 )
 from ..kb.signatures import load_signatures as _load_unchecked
@@ -77,7 +78,13 @@ def compile_signatures(
     failures: list[tuple[str, str]] = []
     while remaining:
         try:
-            scanner = Scanner(patterns={sid: list(s.patterns) for sid, s in remaining.items()})
+            # the forms the scanner ships (pattern_failure maps them back)
+            scanner = Scanner(
+                patterns={
+                    sid: [f for p in s.patterns for f in scan_forms(p)]
+                    for sid, s in remaining.items()
+                }
+            )
         except Exception as exc:  # the scanner's PatternError; anything else propagates
             found = pattern_failure(exc, remaining)
             if found is None:
