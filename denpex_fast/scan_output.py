@@ -194,8 +194,8 @@ def _write_plain(out: IO[str], table: pa.Table) -> None:
 def write_plain_batch(out: IO[bytes], batch: pa.RecordBatch) -> None:
     """``path:line:signature:text`` rows of one batch, formatted in C from its
     Arrow buffers (terminal controls in the text escaped) and written in
-    chunks of about 1 MiB."""
-    from .engine._native import format_rows
+    chunks of about 4 MiB."""
+    from .engine._native import write_rows
 
     if not batch.num_rows:
         return
@@ -211,8 +211,7 @@ def write_plain_batch(out: IO[bytes], batch: pa.RecordBatch) -> None:
 
         text, line = pc.fill_null(text, ""), pc.fill_null(line, 0)
     file, sig = _dictionary(batch.column("file")), _dictionary(batch.column("signature"))
-    for chunk in format_rows(file, line, sig, text):
-        out.write(chunk)
+    write_rows(out, file, line, sig, text)
 
 
 _DICT = pa.dictionary(pa.int32(), pa.string())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -558,11 +559,42 @@ def format_rows(
 ) -> Any:
     """Yield ``file:line:signature:text\\n`` rows as bytes, about ``chunk`` at a time.
 
+    See :func:`write_rows` for the columns; this copies each chunk out.
+    """
+    for view in _formatted(file, line, signature, text, chunk):
+        yield bytes(view)
+
+
+def write_rows(
+    sink: Any,
+    file: pa.DictionaryArray,
+    line: pa.Array,
+    signature: pa.DictionaryArray,
+    text: pa.Array,
+    chunk: int = 4 << 20,
+) -> None:
+    """Write ``file:line:signature:text\\n`` rows to ``sink`` (its ``write``
+    takes a memoryview), formatted in C about ``chunk`` bytes at a time into
+    one reused buffer.
+
     ``file`` and ``signature`` are dictionary arrays of strings with int32
     indices, ``line`` uint64, ``text`` a string array; nulls are not allowed
     (the match table has none in these columns).  Terminal controls in the
     text are escaped (:func:`denpex_fast.textsafe.terminal_safe`).
     """
+    for view in _formatted(file, line, signature, text, chunk):
+        sink.write(view)
+
+
+def _formatted(
+    file: pa.DictionaryArray,
+    line: pa.Array,
+    signature: pa.DictionaryArray,
+    text: pa.Array,
+    chunk: int,
+) -> Iterator[memoryview]:
+    """The formatted rows, one view of a reused buffer at a time (valid until
+    the next is asked for)."""
     n = len(line)
     if not (len(file) == len(signature) == len(text) == n):
         raise ValueError("format_rows: columns of different lengths")
@@ -604,4 +636,4 @@ def format_rows(
             out = bytearray(2 * len(out))
             continue
         done += k
-        yield bytes(memoryview(out)[: written[0]])
+        yield memoryview(out)[: written[0]]
