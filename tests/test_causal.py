@@ -2144,3 +2144,38 @@ def test_a_warning_the_job_went_on_past_to_its_completion_line_is_no_failure(tmp
 
     log.write_text("\n".join([*lines, "error: something went wrong at teardown"]) + "\n")
     assert diagnose(log).verdict != "no-failure-found"
+
+
+def _server_start(error_lines: list[str]) -> list[dict]:
+    rows = [
+        {"signature": "any-log-level-error", "line": i, "text": t}
+        for i, t in enumerate(error_lines, start=6)
+    ]
+    rows.append(
+        {
+            "signature": "any-server-startup-complete",
+            "line": 329,
+            "text": "(APIServer pid=1009) INFO:     Application startup complete.",
+        }
+    )
+    return rows
+
+
+def test_an_error_the_job_retried_and_went_past_to_its_completion_is_not_the_failure(kb) -> None:
+    # the retry announced on the first attempt covers the last attempt, which
+    # prints the same message without the retry words
+    msg = "(APIServer pid=9) ERROR 09-10 23:26:{s} [config.py:{n}] Error retrieving safetensors: 'm' is not a safetensors repo."
+    r = rank_events(
+        table(
+            _server_start([msg.format(s=29, n=130) + ", retrying 1 of 2", msg.format(s=31, n=128)])
+        ),
+        kb,
+    )
+    assert r.verdict == "no-failure-found" and r.initiating is None
+
+
+def test_an_error_with_no_retry_before_the_completion_is_still_named(kb) -> None:
+    line = "(APIServer pid=9) ERROR 09-10 23:26:31 [config.py:128] Error loading tokenizer: file is corrupt"
+    r = rank_events(table(_server_start([line])), kb)
+    assert r.verdict != "no-failure-found" and r.initiating is not None
+    assert r.initiating.line == 6

@@ -74,8 +74,6 @@ KNOWN_FALSE_ALARMS = {
     "printed after the completion line is still named",
     "842-megatron-bridge-llama32-1b-torchrun-8gpu-mock": "the run ends with its validation "
     "and test evaluations (iter 32/32) and no completion line: reported stopped",
-    "843-vllm-ray-gptoss120b-tp4-4nodes-serve-bench": "vLLM logs 'Error retrieving "
-    "safetensors ... retrying' at ERROR level and goes on to serve: a retried error is named",
 }
 
 

@@ -910,10 +910,13 @@ def rank_events(
     # a warning the job went on past to its completion line did not end it
     # (Megatron starting from random weights, a retried connection); the
     # report lists it without calling the job failed
+    retried = _retried(live)
     outlived = [
         c.head
         for c in cands
-        if c.head is not None and c.head.severity == "warning" and _before_any(c.head, ends)
+        if c.head is not None
+        and (c.head.severity == "warning" or _message(c.head.text) in retried)
+        and _before_any(c.head, ends)
     ]
     cands = [c for c in cands if c.head not in outlived]
     only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
@@ -1216,6 +1219,32 @@ def _pid_of(text: str) -> str | None:
 ACCOUNT_LINES = 10
 #: phases of lines a launcher or scheduler prints about a worker, not the worker itself
 _NOT_OWN_PHASES = frozenset({"launcher", "scheduler"})
+
+
+# An error the program says it will try again ("... retrying 1 of 2", "will
+# retry", "attempt 2/5"): followed by the job's completion, the job went on
+# past it and past its later attempts.
+_RETRYING = re.compile(
+    r"(?i)\bretrying\b|\bwill retry\b|\bretry(?:ing)? \d+ ?(?:of|/) ?\d+|\battempt \d+ ?(?:of|/) ?\d+"
+)
+
+
+def _message(text: str) -> str:
+    """A line's message with numbers and times masked, trailing punctuation off."""
+    return template(text).rstrip(" ,;.:-")
+
+
+def _retried(events: Sequence[Event]) -> set[str]:
+    """The messages of errors the program said it would retry: the lines
+    that say so, and its later attempts printing the same message without
+    the retry words (the last one, whose failure it also went past)."""
+    out = set()
+    for e in events:
+        said = _RETRYING.search(e.text)
+        if said is not None:
+            out.add(_message(e.text[: said.start()]))
+            out.add(_message(e.text))
+    return out
 
 
 def _before_any(e: Event, ends: Sequence[Event]) -> bool:
