@@ -910,7 +910,7 @@ def rank_events(
     # a warning the job went on past to its completion line did not end it
     # (Megatron starting from random weights, a retried connection); the
     # report lists it without calling the job failed
-    retried = _retried(live)
+    retried = _retried(live) if ends else set()  # only a completion outlives them
     outlived = [
         c.head
         for c in cands

@@ -410,7 +410,7 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
             _groups_str(parts, ["elastic", "slurm", "srun", "nccl", "mpi", "ompi", "pod", "kf"])
         )
         host_idx[at] = base + np.arange(len(at))
-        proc_src.append(_nccl_process(parts))
+        proc_src.append(_nccl_process(parts, ("nccl", "pid")))
         proc_idx[at] = base + np.arange(len(at))
     host = _gather_strings(host_src, host_idx)
     base = sum(len(p) for p in proc_src)
@@ -434,7 +434,7 @@ def _nccl_process(parts: pa.StructArray, *groups: tuple[str, str]) -> pa.Array:
     """``nccl:host:pid`` where a (host, pid) pair of ``groups`` matched (NCCL's
     ``host:pid:tid``, a signal handler's ``[host:pid]``: one OS process), else null."""
     out = pa.nulls(len(parts), pa.string())
-    for host_group, pid_group in groups or (("nccl", "pid"),):
+    for host_group, pid_group in groups:
         host = parts.field(host_group)
         key = pc.binary_join_element_wise("nccl", host, parts.field(pid_group), ":")
         out = pc.if_else(pc.equal(host, ""), out, key)
