@@ -76,3 +76,62 @@ def test_chatty_job_diagnose_vs_scan(benchmark) -> None:
     record("scan, chatty 16-rank job (2 threads)", size, t_scan)
     record("diagnose, chatty 16-rank job (2 threads)", size, t_diag, ratio_to_scan=t_diag / t_scan)
     print(f"\nchatty job: scan {t_scan:.2f} s, diagnose {t_diag:.2f} s ({t_diag / t_scan:.2f}x)")
+
+
+def _whole_process(args: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one ``denpex`` process, measured
+    from a fresh parent so that the peak is that command's alone."""
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, resource, subprocess, sys, time\n"
+        "t0 = time.perf_counter()\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "dt = time.perf_counter() - t0\n"
+        "print(json.dumps([dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, sys.executable, "-m", "denpex_fast", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seconds, peak = json.loads(out.stdout)
+    return float(seconds), float(peak)
+
+
+def test_large_job_whole_process(benchmark) -> None:
+    """A 64-rank chatty job of ``DENPEX_BENCH_LARGE_GB`` (default 4) GiB: the
+    ``denpex diagnose -j2`` / ``denpex scan -j2 -q`` pair as whole processes,
+    alternated, with each one's peak RSS (interpreter included)."""
+    import os
+
+    from gen_chatty import generate as generate_chatty
+
+    size = int(float(os.environ.get("DENPEX_BENCH_LARGE_GB", "4")) * (1 << 30))
+    files = [str(p) for p in generate_chatty(data_dir() / f"chatty64-{size}", size, ranks=64)]
+    scan = ["scan", "-j2", "-q", *files]
+    diag = ["diagnose", "-j2", *files]
+    _whole_process(scan)  # page cache and compiled database warm
+    runs = [(_whole_process(scan), _whole_process(diag)) for _ in range(3)]
+    ratios = sorted(d[0] / s[0] for s, d in runs)
+    t_scan = sorted(s[0] for s, _ in runs)[1]
+    t_diag = sorted(d[0] for _, d in runs)[1]
+    peak_scan = max(s[1] for s, _ in runs)
+    peak_diag = max(d[1] for _, d in runs)
+    benchmark.pedantic(lambda: None, rounds=1)
+    nbytes = sum(Path(f).stat().st_size for f in files)
+    record("scan -j2 -q, 64-rank job, whole process", nbytes, t_scan, peak_mib=peak_scan)
+    record(
+        "diagnose -j2, 64-rank job, whole process",
+        nbytes,
+        t_diag,
+        ratio_to_scan=ratios[1],
+        peak_mib=peak_diag,
+    )
+    print(
+        f"\n64-rank {nbytes / 2**30:.1f} GiB: scan {t_scan:.2f} s ({peak_scan:.0f} MiB), "
+        f"diagnose {t_diag:.2f} s ({peak_diag:.0f} MiB), median pair ratio {ratios[1]:.2f}x"
+    )

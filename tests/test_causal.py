@@ -2174,8 +2174,125 @@ def test_an_error_the_job_retried_and_went_past_to_its_completion_is_not_the_fai
     assert r.verdict == "no-failure-found" and r.initiating is None
 
 
-def test_an_error_with_no_retry_before_the_completion_is_still_named(kb) -> None:
+def test_an_error_the_job_went_past_to_its_completion_is_listed_not_named(kb) -> None:
+    # the server started after it: the error did not stop the start-up, and
+    # the report says which line it went past
     line = "(APIServer pid=9) ERROR 09-10 23:26:31 [config.py:128] Error loading tokenizer: file is corrupt"
     r = rank_events(table(_server_start([line])), kb)
+    assert r.verdict == "no-failure-found" and r.initiating is None
+    assert any("any-log-level-error at" in why and ":6" in why for why in r.reasons)
+
+
+def test_an_error_after_the_completion_line_is_still_named(kb) -> None:
+    rows = _server_start([])
+    rows.append(
+        {
+            "signature": "any-log-level-error",
+            "line": 400,
+            "text": "(APIServer pid=9) ERROR 09-10 23:30:02 [serving.py:88] Error in request: CUDA error",
+        }
+    )
+    r = rank_events(table(rows), kb)
     assert r.verdict != "no-failure-found" and r.initiating is not None
-    assert r.initiating.line == 6
+    assert r.initiating.line == 400
+
+
+def test_a_benchmark_run_that_logged_run_stop_success_went_past_its_probe_errors(tmp_path) -> None:
+    """An MLPerf-logged run: SHARP's probe ERROR and NCCL's CollNet WARN,
+    NCCL falls back, the run logs ``run_stop`` with status success."""
+    from denpex_fast import diagnose
+
+    done = (
+        ':::MLLOG {"namespace": "", "time_ms": 1652388329220, "event_type": "INTERVAL_END", '
+        '"key": "run_stop", "value": null, "metadata": {"file": "run_pretraining.py", '
+        '"lineno": 1773, "status": "%s"}}'
+    )
+    lines = [
+        "[ip-0A23040D:0:3917 unique id 0] ERROR No Aggregation Manager (sharp_am) detected in sharp_create_job.",
+        "ip-0A23040D:52763:53428 [0] NCCL WARN Cannot initialize CollNet, using point-to-point network instead",
+        *(f"step {i} loss 1.{i:02d}" for i in range(1, 30)),
+    ]
+    log = tmp_path / "result_0.txt"
+    log.write_text("\n".join([*lines, done % "success"]) + "\n")
+    d = diagnose(log)
+    assert d.verdict == "no-failure-found"
+    log.write_text("\n".join([*lines, done % "aborted"]) + "\n")
+    assert diagnose(log).verdict != "no-failure-found"
+
+
+def test_srun_reporting_one_task_done_is_not_the_job_finishing(tmp_path) -> None:
+    from denpex_fast import diagnose
+
+    log = tmp_path / "srun.log"
+    log.write_text(
+        "slurmstepd: error: *** STEP 6053.0 ON n20 CANCELLED AT 2024-04-23T12:18:08 ***\n"
+        "srun: debug:  task 2 done\n"
+    )
+    d = diagnose(log)
+    assert d.verdict != "no-failure-found"
+    assert d.initiating is not None and d.initiating.signature == "slurm-cancelled"
+
+
+def test_an_open_world_line_logged_at_warning_level_yields_to_a_later_failure(tmp_path) -> None:
+    """vLLM warns that it could not import its optional C extension and goes
+    on; twenty seconds later the engine dies with a TypeError.  The warning
+    is no failure beside it, and stays the only clue when nothing else failed."""
+    from denpex_fast import diagnose
+
+    warn = (
+        "(pid=13210) WARNING 07-31 19:35:15 [_custom_ops.py:20] Failed to import from "
+        "vllm._C with ModuleNotFoundError(\"No module named 'vllm._C'\")"
+    )
+    lines = [
+        "INFO 07-31 19:35:06 [ray_utils.py:334] No current placement group found.",
+        warn,
+        *(
+            f"INFO 07-31 19:35:{17 + i} [ray_distributed_executor.py:353] worker {i} started"
+            for i in range(16)
+        ),
+        "ERROR 07-31 19:35:35 [core.py:586] EngineCore failed to start.",
+        "ERROR 07-31 19:35:35 [core.py:586] Traceback (most recent call last):",
+        'ERROR 07-31 19:35:35 [core.py:586]   File "/vllm/model_loader/default_loader.py", line 198, in _get_weights_iterator',
+        "ERROR 07-31 19:35:35 [core.py:586] TypeError: _weights_iterator() takes 1 positional argument but 2 were given",
+    ]
+    log = tmp_path / "serve.log"
+    log.write_text("\n".join(lines) + "\n")
+    d = diagnose(log)
+    assert d.initiating is not None and d.initiating.line > 18
+    log.write_text("\n".join(lines[:18]) + "\n")
+    d = diagnose(log)
+    assert d.initiating is not None and d.initiating.line == 2
+
+
+def test_a_fallback_is_the_cause_only_of_the_error_it_triggers(tmp_path) -> None:
+    """gloo's loopback fallback on one host is harmless; on a multi-node job it
+    is why a peer's connectFullMesh fails, and it was printed first."""
+    from denpex_fast import diagnose
+
+    warn = (
+        "(RayWorkerWrapper pid=1978, ip=10.41.0.8) [rank9]:[W ProcessGroupGloo.cpp:721] Warning: "
+        "Unable to resolve hostname to a (local) address. Using the loopback address as fallback. "
+        "Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. (function operator())"
+    )
+    fail = (
+        "(RayWorkerWrapper pid=1890, ip=10.41.0.8) [rank8]:[E ProcessGroupGloo.cpp:144] Gloo "
+        "connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"
+    )
+    log = tmp_path / "serve.log"
+    log.write_text("\n".join(["INFO 08-02 08:50:03 starting", warn, fail]) + "\n")
+    d = diagnose(log)
+    assert d.initiating is not None and d.initiating.signature == "torch-gloo-loopback-fallback"
+    assert d.suspect_rank == 9
+    log.write_text("\n".join(["INFO 08-02 08:50:03 starting", warn]) + "\n")
+    assert diagnose(log).initiating is None
+
+
+def test_ucx_debug_lines_are_narration() -> None:
+    from denpex_fast.analysis.levels import narrated
+
+    assert narrated(
+        "0: [1579244744.255051] [cgpu12:56309:0]           sock.c:32   UCX  DEBUG ioctl(req=35093, ifr_name=.) failed: No such device"
+    )
+    assert not narrated(
+        "0: [1579244748.838971] [cgpu12:56309:2]    cuda_ipc_md.c:62   UCX  ERROR cuCtxGetDevice(&cu_device) is failed. ret:invalid device context"
+    )

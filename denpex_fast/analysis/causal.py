@@ -72,6 +72,7 @@ from .incidents import (
     template,
     tier,
 )
+from .levels import narrated, warned
 
 SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -285,29 +286,6 @@ def _role(kb: Any, sig_id: str) -> str:
         return str(kb[sig_id].role)
     except KeyError:
         return "context"
-
-
-# A logger's own INFO/DEBUG level near the start of a line: glog's
-# ``I1016 12:00:00.123456   42 file.py:895]``, Python logging's ``INFO:name:``,
-# ``- INFO -``, ``| INFO |``, ``[INFO]`` and ``[INFO|file.py:12]``, vLLM's
-# ``INFO 10-16 12:00:00``, NCCL's ``NCCL INFO``.  What a library narrates at
-# that level is a probe it recovers from (an optional backend, plugin or
-# library it cannot open), never its failure, whatever error words it quotes.
-_NARRATED = re.compile(
-    r"(?:^|[\s\])|])(?:"
-    r"I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.-]+:\d+\]"
-    r"|(?:INFO|DEBUG)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d)"
-    r"|\[(?:INFO|DEBUG)[\]|]"
-    r"|NCCL INFO "
-    r")"
-)
-_LEVEL_WITHIN = 120  # a level word further in is quoted text, not the line's own
-
-
-def narrated(text: str) -> bool:
-    """True when ``text`` was written at a logger's INFO or DEBUG level."""
-    m = _NARRATED.search(text, 0, _LEVEL_WITHIN + 16)
-    return m is not None and m.start() <= _LEVEL_WITHIN
 
 
 #: knowledge-base frameworks of generic messages (errno texts, error words)
@@ -833,6 +811,7 @@ def rank_events(
         known_ranks |= set(range(world))
     hidden = shadowed(events, kb)
     live = [e for e in events if e.index not in hidden]
+    _quiet_fallbacks(live, kb)
     rank_notes: list[str] = []
     nodes = _global_ranks(live, rank_notes)
     _pid_ranks(live)
@@ -905,19 +884,15 @@ def rank_events(
     if reader is not None:
         _exception_lines(virtual, table, reader, kb)
     cands += virtual
+    cands = _yield_warned(cands, kb)
     ends = _completion_lines(events, kb)
     completed = bool(ends)
-    # a warning the job went on past to its completion line did not end it
-    # (Megatron starting from random weights, a retried connection); the
-    # report lists it without calling the job failed
-    retried = _retried(live) if ends else set()  # only a completion outlives them
-    outlived = [
-        c.head
-        for c in cands
-        if c.head is not None
-        and (c.head.severity == "warning" or _message(c.head.text) in retried)
-        and _before_any(c.head, ends)
-    ]
+    # nothing printed before the job's own completion line ended the job: a
+    # warning (Megatron starting from random weights), an error the program
+    # retried, a probe's ERROR before a fallback, a step the scheduler
+    # cancelled before the resubmission that finished.  The report lists
+    # them without calling the job failed
+    outlived = [c.head for c in cands if c.head is not None and _before_any(c.head, ends)]
     cands = [c for c in cands if c.head not in outlived]
     only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
     if only_lag and (completed or all(c.extra.get("lag", 0) <= 1 for c in cands)):
@@ -971,7 +946,7 @@ def rank_events(
         why = ["no error-like line and no stop before completion"]
         if outlived:
             why = [
-                "the job printed its completion line after every warning it printed: "
+                "the job printed its completion line after every error or warning it printed: "
                 + ", ".join(f"{e.signature} at {e.where()}" for e in outlived[:3])
             ]
         return Ranking(
@@ -1221,30 +1196,36 @@ ACCOUNT_LINES = 10
 _NOT_OWN_PHASES = frozenset({"launcher", "scheduler"})
 
 
-# An error the program says it will try again ("... retrying 1 of 2", "will
-# retry", "attempt 2/5"): followed by the job's completion, the job went on
-# past it and past its later attempts.
-_RETRYING = re.compile(
-    r"(?i)\bretrying\b|\bwill retry\b|\bretry(?:ing)? \d+ ?(?:of|/) ?\d+|\battempt \d+ ?(?:of|/) ?\d+"
-)
+def _yield_warned(cands: list[Incident], kb: Any) -> list[Incident]:
+    """An open-world line the program logged at WARNING level (an optional
+    extension it could not import, a controller noticing a job failed) is
+    one it went on past: it is the failure only when the job printed no
+    other.  Specific entries keep their place (NCCL's WARN lines are its
+    errors)."""
+    warned_at = {
+        id(c)
+        for c in cands
+        if c.head is not None and "catch-all" in marks(kb, c.head.signature) and warned(c.head.text)
+    }
+    others = (c for c in cands if id(c) not in warned_at)
+    if warned_at and any(c.head is not None and not c.extra.get("virtual") for c in others):
+        return [c for c in cands if id(c) not in warned_at]
+    return cands
 
 
-def _message(text: str) -> str:
-    """A line's message with numbers and times masked, trailing punctuation off."""
-    return template(text).rstrip(" ,;.:-")
-
-
-def _retried(events: Sequence[Event]) -> set[str]:
-    """The messages of errors the program said it would retry: the lines
-    that say so, and its later attempts printing the same message without
-    the retry words (the last one, whose failure it also went past)."""
-    out = set()
+def _quiet_fallbacks(events: Sequence[Event], kb: Any) -> None:
+    """A fallback the program announced and went on with (gloo binding to
+    loopback) is context unless an error it ``triggers`` follows in the job:
+    on one host it is harmless, across hosts it is why a peer cannot connect."""
+    present = {e.signature for e in events if e.role != "context"}
     for e in events:
-        said = _RETRYING.search(e.text)
-        if said is not None:
-            out.add(_message(e.text[: said.start()]))
-            out.add(_message(e.text))
-    return out
+        if e.role != "context" and "fallback" in marks(kb, e.signature):
+            try:
+                follows = set(kb[e.signature].triggers)
+            except (KeyError, AttributeError):
+                follows = set()
+            if not follows & present:
+                e.role = "context"
 
 
 def _before_any(e: Event, ends: Sequence[Event]) -> bool:

@@ -162,8 +162,8 @@ class Diagnosis:
             return "incomplete: some input could not be read whole; no all-clear is given"
         if self.verdict == "no-failure-found":
             return (
-                "no failure found: no error-like line (or only warnings the job went on "
-                "past), and no stop before completion"
+                "no failure found: no error-like line (or only lines the job went on "
+                "past to its completion), and no stop before completion"
             )
         if self.initiating is None and self.suspect_rank is not None:
             return f"suspect: rank {self.suspect_rank} (it printed no failure of its own)"

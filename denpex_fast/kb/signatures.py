@@ -120,6 +120,9 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "agent-teardown": "the launcher's agent stopped this rank because another one failed",
         "scheduler-teardown": "the scheduler or orchestrator stopped the job (cancel, time limit)",
         "completion": "the job or its training loop finished normally",
+        "fallback": "a fallback the program announces and goes on with (a loopback address, a "
+        "slower transport): harmless alone, the cause only of an error its ``triggers`` name "
+        "printed in the same job",
         "checkpoint-saved": "a checkpoint was written (its step and path in the fields): the report "
         "names the last one before the failure as the resume point",
         "start": "the launcher started the job's workers or the training loop began: a job that "

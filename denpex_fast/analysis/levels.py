@@ -1,0 +1,50 @@
+"""A line's own logger level, read from the prefix the logger wrote.
+
+Only the start of a line counts (a level word further in is quoted text):
+glog's ``I1016 12:00:00.123456   42 file.py:895]``, Python logging's
+``INFO:name:``, ``- INFO -``, ``| INFO |``, ``[INFO]``, vLLM's ``INFO 10-16
+12:00:00``, NCCL's ``NCCL INFO``, UCX's level column, libfabric's ``<info>``.
+"""
+
+from __future__ import annotations
+
+import re
+
+# INFO/DEBUG.  What a library narrates at that level is a probe it recovers
+# from (an optional backend, plugin or library it cannot open), never its
+# failure, whatever error words it quotes.
+_NARRATED = re.compile(
+    r"(?:^|[\s\])|])(?:"
+    r"I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.-]+:\d+\]"
+    r"|(?:INFO|DEBUG)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d)"
+    r"|\[(?:INFO|DEBUG)[\]|]"
+    r"|NCCL INFO "
+    # UCX's level column ("sock.c:32   UCX  DEBUG ioctl(...) failed"), libfabric's "<info>"
+    r"|UCX +(?:DIAG|INFO|DEBUG|TRACE|REQ|DATA|ASYNC|FUNC|POLL) "
+    r"|\(\):\d+<(?:info|debug|trace)> "
+    r")"
+)
+LEVEL_WITHIN = 120  # a level word further in is quoted text, not the line's own
+
+
+# WARNING, in the same loggers' forms: glog ``W1016 ...]``, ``WARNING:name:``,
+# ``- WARNING -``, ``[WARN]``, vLLM's ``WARNING 10-16 12:00:00``.
+_WARNED = re.compile(
+    r"(?:^|[\s\])|])(?:"
+    r"W\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.-]+:\d+\]"
+    r"|(?:WARNING|WARN)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d)"
+    r"|\[(?:WARNING|WARN)[\]|]"
+    r")"
+)
+
+
+def warned(text: str) -> bool:
+    """True when ``text`` was written at a logger's WARNING level."""
+    m = _WARNED.search(text, 0, LEVEL_WITHIN + 16)
+    return m is not None and m.start() <= LEVEL_WITHIN
+
+
+def narrated(text: str) -> bool:
+    """True when ``text`` was written at a logger's INFO or DEBUG level."""
+    m = _NARRATED.search(text, 0, LEVEL_WITHIN + 16)
+    return m is not None and m.start() <= LEVEL_WITHIN
