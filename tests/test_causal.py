@@ -1644,13 +1644,18 @@ def test_a_collective_mismatch_names_the_rank_its_reporters_name_after_but(tmp_p
     assert d.initiating.rank == 2
 
 
-@pytest.mark.parametrize(("reporter", "peer", "named"), [(0, 1, 0), (1, 0, 0), (3, 1, 1)])
+@pytest.mark.parametrize(
+    ("reporter", "peer", "named"), [(0, 1, 0), (1, 0, 0), (3, 1, 1), (0, 3, 3), (2, 3, 3)]
+)
 def test_a_single_collective_mismatch_report_names_rank_0_when_it_is_one_of_the_two(
     tmp_path, reporter, peer, named
 ) -> None:
-    """One report cannot say which of its two ranks diverged: rank 0 (whose
-    logging, saving or evaluating is the usual odd code path) when it is one
-    of them, else the peer the reporter names."""
+    """The reporter names the first peer, in rank order, that differs from
+    it: an odd reporter would name its lowest-numbered peer, so a report
+    naming another peer names the odd one (rank 0 naming rank 3: ranks 1 and
+    2 agree with rank 0).  A report naming the lowest peer cannot say which
+    of its two ranks diverged: rank 0 (whose logging, saving or evaluating
+    is the usual odd code path) when it is one of them."""
     from denpex_fast.analysis.diagnosis import diagnose
 
     line = (

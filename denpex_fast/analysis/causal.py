@@ -510,12 +510,14 @@ def _reported_ranks(live: Sequence[Event]) -> None:
     it takes the rank it names, whoever printed it.
 
     A report of two ranks disagreeing (a collective mismatch: the reporting
-    rank and the first peer that differs from it) is read across the job:
-    the ranks of the majority all name the odd one, so with two or more
-    reporters the rank most of them name is it.  A single report cannot
-    say which of its two ranks diverged; when one is rank 0 that one is
-    named, a rank-0-only code path (logging, saving, evaluating) being the
-    usual divergence."""
+    rank and the first peer, in rank order, that differs from it) is read
+    across the job: the ranks of the majority all name the odd one, so with
+    two or more reporters the rank most of them name is it.  A single report
+    names the odd one when the peer it names is not its lowest-numbered
+    peer (an odd reporter differs from every peer and names that one).
+    Otherwise it cannot say which of its two ranks diverged; when one is
+    rank 0 that one is named, a rank-0-only code path (logging, saving,
+    evaluating) being the usual divergence."""
     _absent_from_ready(live)
     pairs: list[tuple[Event, int, int | None]] = []
     for e in live:
@@ -531,7 +533,8 @@ def _reported_ranks(live: Sequence[Event]) -> None:
         named = Counter(r for _, r, _ in two).most_common(1)[0][0]
     else:
         _, r, by = two[0]
-        named = 0 if 0 in (r, by) else r
+        first_peer = 1 if by == 0 else 0
+        named = r if r != first_peer else (0 if 0 in (r, by) else r)
     for e, _, _ in two:
         e.rank = named
 
