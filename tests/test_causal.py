@@ -2301,3 +2301,21 @@ def test_ucx_debug_lines_are_narration() -> None:
     assert not narrated(
         "0: [1579244748.838971] [cgpu12:56309:2]    cuda_ipc_md.c:62   UCX  ERROR cuCtxGetDevice(&cu_device) is failed. ret:invalid device context"
     )
+
+
+def test_the_last_render_of_a_full_progress_bar_does_not_undo_the_completion(tmp_path) -> None:
+    """Lightning prints "`Trainer.fit` stopped" and then redraws its bar at
+    100%: the job finished.  A bar below 100% after it is progress."""
+    from denpex_fast import diagnose
+
+    bar = (
+        "Epoch 0: : {pct}%|██████████| {n}/10 [07:57<00:00, reduced_train_loss=9.790, "
+        "global_step={n}.000, consumed_samples=20480.0]"
+    )
+    head = [bar.format(pct=p, n=n) for n, p in ((3, 30), (6, 60), (9, 90))]
+    done = "`Trainer.fit` stopped: `max_steps=10` reached."
+    log = tmp_path / "train.log"
+    log.write_text("\n".join([*head, done, bar.format(pct=100, n=10)]) + "\n")
+    assert diagnose(log).verdict == "no-failure-found"
+    log.write_text("\n".join([*head, done, bar.format(pct=95, n=9)]) + "\n")
+    assert diagnose(log).verdict == "stopped"

@@ -366,7 +366,7 @@ def test_worker_process_indexes_without_importing_pandas(tmp_path: Path, scanner
         from denpex_fast.batch import executors
         from denpex_fast.io.jobs import discover_jobs
 
-        executors._init_worker(Path(sys.argv[2]).read_bytes())
+        executors._init_worker(sys.argv[2])
         report = executors._index_job_in_worker(discover_jobs(sys.argv[1])[0], None)
         assert report.status == "indexed", report
         assert "pandas" not in sys.modules
@@ -382,6 +382,31 @@ def test_worker_process_indexes_without_importing_pandas(tmp_path: Path, scanner
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok ")
+
+
+def test_a_worker_that_dies_as_it_starts_fails_its_jobs_instead_of_hanging(tmp_path: Path) -> None:
+    # a script without a __main__ guard: each spawned worker imports it again
+    # and dies in that import, before it has read its start-up arguments
+    root = tmp_path / "archive"
+    root.mkdir()
+    make_archive(root, n_extra=4)
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from denpex_fast.batch.build import build_index
+            # (no guard: the worker runs this again and dies on the index's lock)
+            s = build_index({str(root)!r}, {str(tmp_path / "ix")!r}, processes=1)
+            print("statuses", sorted({{r.status for r in s.reports}}))
+            print("errors", [r.error for r in s.reports if r.error][:1])
+            """
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert "statuses ['failed']" in out.stdout, out.stdout + out.stderr
+    assert "worker process died" in out.stdout and "__main__" in out.stdout
 
 
 def test_auto_picks_processes_only_when_the_work_pays_for_them(

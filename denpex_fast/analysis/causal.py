@@ -1241,15 +1241,22 @@ def _before_any(e: Event, ends: Sequence[Event]) -> bool:
     )
 
 
+_FULL_BAR = re.compile(r"(?:^|[\s:])100%\|")
+
+
 def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
     """The lines that say the job finished: ``completion`` lines that no
     progress line of their file follows (a "done" printed mid-run, by a
     loading step, says nothing about the end).  None: it did not say so."""
     last_step: dict[str, int] = {}
     for e in events:
-        # a checkpoint written after the loop ended is no sign the loop went on
-        if field_number(e.fields, STEP_FIELDS) is not None and "checkpoint-saved" not in marks(
-            kb, e.signature
+        # a checkpoint written after the loop ended is no sign the loop went on,
+        # nor is a progress bar's last render at 100% (Lightning redraws it
+        # after "`Trainer.fit` stopped")
+        if (
+            field_number(e.fields, STEP_FIELDS) is not None
+            and "checkpoint-saved" not in marks(kb, e.signature)
+            and not _FULL_BAR.search(e.text)
         ):
             last_step[e.file] = max(last_step.get(e.file, 0), e.line)
     return [

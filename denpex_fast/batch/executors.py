@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import replace
@@ -66,17 +67,23 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _init_worker(ctx_blob: bytes, parent: int | None = None) -> None:
-    """Runs once in each worker process: unpickle the job context and keep it.
+def _init_worker(ctx_path: str, parent: int | None = None) -> None:
+    """Runs once in each worker process: unpickle the job context from the
+    file ``ctx_path`` and keep it.
 
     The context comes pickled so that pandas is refused before unpickling it
     imports the scanner: a worker never needs pandas, and pyarrow would
-    import it (~0.25 s of each worker's start) to look for DataFrames."""
+    import it (~0.25 s of each worker's start) to look for DataFrames.  It
+    comes in a file, not in the arguments: those are written down a pipe
+    while the worker starts, and a worker that died before reading them
+    all (a script without a ``__main__`` guard, an import that fails) left
+    that write, and the whole run, blocked for ever."""
     global _WORKER_CTX
     if parent is not None:
         _die_with_parent(parent)
     refuse_pandas()
-    ctx: JobContext = pickle.loads(ctx_blob)
+    with open(ctx_path, "rb") as f:
+        ctx: JobContext = pickle.load(f)
     # Ctrl-C goes to the whole process group; the parent decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_CTX = ctx
@@ -131,14 +138,20 @@ def index_in_processes(
     if n < 1:
         yield from index_in_threads(todo, ctx, previous, 1, progress)
         return
-    pool = ProcessPoolExecutor(
-        max_workers=n,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(pickle.dumps(ctx), os.getpid()),
-    )
-    with pool:
-        yield from _share_jobs(pool, n, todo, ctx, previous, here, progress)
+    fd, ctx_path = tempfile.mkstemp(prefix="denpex-index-ctx-", suffix=".pickle")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(ctx, f)
+        pool = ProcessPoolExecutor(
+            max_workers=n,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(ctx_path, os.getpid()),
+        )
+        with pool:
+            yield from _share_jobs(pool, n, todo, ctx, previous, here, progress)
+    finally:
+        os.unlink(ctx_path)
 
 
 def _share_jobs(
@@ -209,7 +222,7 @@ def _share_jobs(
                     report = fut.result()
                 except BrokenProcessPool as exc:
                     stop.set()  # the pool takes no more work; what is left fails below
-                    report = _failed(job, f"worker process died: {exc}")
+                    report = _failed(job, f"worker process died: {exc} {_DIED_HINT}")
                 submit_next()
             if isinstance(report, BaseException):
                 raise report
@@ -223,6 +236,13 @@ def _share_jobs(
             f.cancel()
         while here_running:  # the job in hand finishes and commits
             here_running = done.get()[0] is not None
+
+
+#: why a worker may die as it starts; its own traceback is on stderr
+_DIED_HINT = (
+    "(its error is on stderr; a script that indexes with worker processes must "
+    'call build_index under `if __name__ == "__main__":`, as every worker imports it again)'
+)
 
 
 def _failed(job: Job, error: str) -> JobReport:
