@@ -224,3 +224,31 @@ def test_full_kb_vs_raw_engine_ceiling(benchmark, corpus: Path, ceiling_binary: 
         f"\nfull knowledge base ({len(exprs)} expressions): scan {min(ours):.2f} s, "
         f"raw hs_scan {min(raw):.2f} s, {min(raw) / min(ours):.2f}x the ceiling's speed"
     )
+
+
+@pytest.mark.parametrize("layout", ["one file", "16 files"])
+def test_thread_scaling_full_kb(benchmark, corpus: Path, layout: str) -> None:
+    """Two scanning threads against one, the built-in knowledge base, on the
+    1 GiB corpus as one file and on the chatty job's 16 rank logs."""
+    from gen_chatty import generate as generate_chatty
+
+    from conftest import bench_bytes, data_dir
+
+    if layout == "one file":
+        files = [str(corpus)]
+    else:
+        size = bench_bytes()
+        files = [str(p) for p in generate_chatty(data_dir() / f"chatty-{size}", size, ranks=16)]
+    scanner = dx.Scanner()
+    scanner.scan(files, threads=2)  # database compiled and page cache warm
+    best = {1: float("inf"), 2: float("inf")}
+    for _ in range(3):  # alternated
+        for threads in (1, 2):
+            t0 = time.perf_counter()
+            scanner.scan(files, threads=threads)
+            best[threads] = min(best[threads], time.perf_counter() - t0)
+    benchmark.pedantic(lambda: None, rounds=1)
+    nbytes = sum(Path(f).stat().st_size for f in files)
+    for threads in (1, 2):
+        record(f"scan, full knowledge base, {layout}, {threads} thread(s)", nbytes, best[threads])
+    print(f"\n{layout}: 2 threads / 1 thread speed-up {best[1] / best[2]:.2f}x")

@@ -2319,3 +2319,39 @@ def test_the_last_render_of_a_full_progress_bar_does_not_undo_the_completion(tmp
     assert diagnose(log).verdict == "no-failure-found"
     log.write_text("\n".join([*head, done, bar.format(pct=95, n=9)]) + "\n")
     assert diagnose(log).verdict == "stopped"
+
+
+def test_a_job_of_many_small_files_still_shows_where_each_rank_stopped(
+    tmp_path, monkeypatch
+) -> None:
+    """Rank logs rotated into many small files: before attribution fewer rows
+    of each file are kept (the first and last of each run), so a rank's last
+    progress line, in its last file, still says it stopped first.  (The
+    budget is lowered so that these 600 files keep 2 rows at each end.)"""
+    from denpex_fast import diagnose
+    from denpex_fast.analysis import diagnosis
+
+    monkeypatch.setattr(diagnosis, "PRE_ATTRIBUTION_CONTEXT_BUDGET", 600)
+
+    def stamp(s: int) -> str:
+        return f"2024-05-02 {8 + s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d},000"
+
+    for rank, last in ((0, 600), (1, 450)):
+        d = tmp_path / f"rank{rank}"
+        d.mkdir()
+        for part in range(301):
+            lines = [
+                f"{stamp(step * 12 + k)} INFO train.py:212 rank={rank} step={step} micro={k} loss=0.5"
+                for step in range(part * 2, min(part * 2 + 2, last + 1))
+                for k in range(12)
+            ]
+            if lines:
+                (d / f"part{part:04d}.log").write_text("\n".join(lines) + "\n")
+    with open(tmp_path / "rank0" / "part0300.log", "a") as f:
+        f.write(
+            f"{stamp(7300)} ERROR train.py:99 [rank0]:[E502] [Rank 0] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600000 milliseconds before timing out.\n"
+        )
+    d = diagnose(tmp_path)
+    assert d.suspect_rank == 1

@@ -59,6 +59,10 @@ SIGNALS = {
 }
 #: context rows kept per (file, signature) run before attribution, at each end
 PRE_ATTRIBUTION_CONTEXT_ROWS = 32
+#: ... and in all, per signature, before attribution: a job of many small
+#: files keeps fewer rows of each file (never fewer than 2 at each end: the
+#: first for clock skew, the last for where each file's progress stopped)
+PRE_ATTRIBUTION_CONTEXT_BUDGET = 8192
 
 #: the closed set of verdicts (``denpex.diagnosis/1``)
 VERDICTS = ("failure", "suspect", "stopped", "incomplete", "no-failure-found")
@@ -436,7 +440,11 @@ def diagnose_table(
 
             # context floods (step lines) cost attribution time and memory; the
             # ranking keeps only the first and last rows per rank of each run
-            table = thin_context(table, kb, keep=PRE_ATTRIBUTION_CONTEXT_ROWS)
+            files = max(1, len(file_names(table)))
+            keep = max(
+                2, min(PRE_ATTRIBUTION_CONTEXT_ROWS, PRE_ATTRIBUTION_CONTEXT_BUDGET // files)
+            )
+            table = thin_context(table, kb, keep=keep)
 
             t0 = time.perf_counter()
             att = attribute(table, default_tz=default_tz, locations=locations, reader=reader)
