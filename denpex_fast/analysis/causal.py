@@ -533,8 +533,10 @@ def _reported_ranks(live: Sequence[Event]) -> None:
         named = Counter(r for _, r, _ in two).most_common(1)[0][0]
     else:
         _, r, by = two[0]
+        # the reporter's lowest peer: the report cannot tell which of the two
+        # diverged, and rank 0 (always one of them then) is named
         first_peer = 1 if by == 0 else 0
-        named = r if r != first_peer else (0 if 0 in (r, by) else r)
+        named = 0 if r == first_peer else r
     for e, _, _ in two:
         e.rank = named
 
@@ -896,7 +898,8 @@ def rank_events(
     # cancelled before the resubmission that finished.  The report lists
     # them without calling the job failed
     outlived = [c.head for c in cands if c.head is not None and _before_any(c.head, ends)]
-    cands = [c for c in cands if c.head not in outlived]
+    gone = {id(h) for h in outlived}
+    cands = [c for c in cands if id(c.head) not in gone]
     only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
     if only_lag and (completed or all(c.extra.get("lag", 0) <= 1 for c in cands)):
         # no error anywhere.  The job says it finished: a rank whose last
