@@ -65,3 +65,28 @@ def test_anchored_entries_survive_long_lines_that_start_with_their_word(
     table = scanner.scan_bytes(data)
     rows = zip(table.column("signature").to_pylist(), table.column("line").to_pylist())
     assert sorted(line for sig, line in rows if sig == "any-log-level-error") == [1, 2, 3, 4, 5]
+
+
+def test_no_example_depends_on_where_the_scanned_buffer_starts(scanner: Scanner) -> None:
+    """Every ``examples.match`` line of the knowledge base, scanned in one
+    buffer (with the ``examples.nomatch`` lines) that starts 0, 1, ... 47 lines
+    earlier, is found each time.
+    (An anchored entry whose text could start with a collector prefix's
+    ``[``, ``(`` or ESC, ``^\\W{0,4}...`` behind the prefixes :func:`scan_forms`
+    adds, was missed at some starts and found at others.)"""
+    kb = scanner.signature_set
+    lines: list[bytes] = []
+    want: list[tuple[int, str]] = []
+    for sig in kb:
+        for text in sig.examples_match:
+            lines.append(text.encode("utf-8"))
+            want.append((len(lines), sig.id))
+        lines.extend(text.encode("utf-8") for text in sig.examples_nomatch)
+    misses: dict[str, set[int]] = {}
+    for start in range(48):
+        table = scanner.scan_bytes(b"\n".join(lines[start:]) + b"\n")
+        hits = set(zip(table.column("line").to_pylist(), table.column("signature").to_pylist()))
+        for line, sig_id in want:
+            if line > start and (line - start, sig_id) not in hits:
+                misses.setdefault(sig_id, set()).add(start)
+    assert not misses, misses
