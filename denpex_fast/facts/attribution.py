@@ -886,63 +886,92 @@ class _TimeContext:
 # read-back of earlier lines
 
 
-def _carry_plain(
-    src: _Source,
-    f: int,
-    off: np.ndarray,
-    prev_end: np.ndarray,
-    ts: np.ndarray,
-    ctx: _TimeContext,
-    keep: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Carry timestamps for one plain file's rows (sorted by offset).
+class _PlainCarry:
+    """One plain file's rows (sorted by offset) whose times are read back."""
 
-    Returns (ts, carried, rows carried from beyond the largest window).  A
-    row without a time looks at the bytes between the end of the previous
-    row's line and its own start (at most the current window); the latest
+    def __init__(
+        self,
+        src: _Source,
+        f: int,
+        off: np.ndarray,
+        prev_end: np.ndarray,
+        ts: np.ndarray,
+        keep: np.ndarray,
+    ) -> None:
+        self.src, self.f, self.off, self.prev_end, self.ts = src, f, off, prev_end, ts
+        n = len(off)
+        self.need = (ts == MISSING) & ~keep
+        self.found = np.full(n, MISSING, np.int64)  # time from a line read back
+        self.far = np.zeros(n, bool)
+        self.pending = np.flatnonzero(self.need & (off > 0))  # nothing before the first byte
+        self.unreadable = False
+
+    def windows(self, window: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pending rows' read-back windows of this pass (None: none left)."""
+        if len(self.pending) == 0 or self.unreadable:
+            return None
+        lo = np.maximum(self.prev_end[self.pending], self.off[self.pending] - window)
+        hi = self.off[self.pending]
+        full = lo < hi  # an empty window: the previous row is the nearest line
+        self.pending, lo, hi = self.pending[full], lo[full], hi[full]
+        return (lo, hi) if len(self.pending) else None
+
+    def settle(
+        self, lo: np.ndarray, hi: np.ndarray, cand_off: np.ndarray, cand_ts: np.ndarray
+    ) -> None:
+        k = np.searchsorted(cand_off, hi, side="left") - 1
+        ok = (
+            (k >= 0) & (cand_off[np.maximum(k, 0)] >= lo)
+            if len(cand_off)
+            else np.zeros(len(hi), bool)
+        )
+        self.found[self.pending[ok]] = cand_ts[k[ok]]
+        reached = ~ok & (lo <= self.prev_end[self.pending])
+        self.pending = self.pending[~(ok | reached)]
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, int]:
+        if self.unreadable:
+            return self.ts.copy(), np.zeros(len(self.ts), bool), 0
+        self.far[self.pending] = True
+        out = self.ts.copy()
+        out[self.found != MISSING] = self.found[self.found != MISSING]
+        # the rest take the previous row's time: the nearest earlier known one
+        out = _ffill(out, self.need & (self.found == MISSING))
+        carried = self.need & (out != MISSING)
+        return out, carried, int((self.far & carried).sum())
+
+
+def _carry_plain(files: list[_PlainCarry], ctx: _TimeContext) -> None:
+    """Carry timestamps for the rows of plain files, all files per pass.
+
+    A row without a time looks at the bytes between the end of the previous
+    row's line and its own start (at most the pass's window); the latest
     timestamped line there is its time; if the window reached the previous
-    row, the previous row's time (own or carried) is the nearest one.
+    row, the previous row's time (own or carried) is the nearest one.  Each
+    pass reads every file's windows and parses the lines of all of them
+    together (a job of many small files pays the parser's set-up once per
+    pass, not once per file).
     """
-    n = len(off)
-    need = (ts == MISSING) & ~keep
-    found = np.full(n, MISSING, np.int64)  # time from a line read back
-    decided = ~need  # rows settled (own time, found, or take previous)
-    far = np.zeros(n, bool)
-    pending = np.flatnonzero(need & (off > 0))
-    decided[need & (off == 0)] = True  # nothing before the first byte
-    with src.reader.reading(src.name) as read:
-        if read is None:
-            return ts.copy(), np.zeros(n, bool), 0
-        for window in READ_BACK:
-            if len(pending) == 0:
-                break
-            lo = np.maximum(prev_end[pending], off[pending] - window)
-            hi = off[pending]
-            empty = lo >= hi
-            decided[pending[empty]] = True
-            pending = pending[~empty]
-            lo, hi = lo[~empty], hi[~empty]
-            if len(pending) == 0:
-                break
-            cand_off, cand_ts = _read_candidates(read, src.size, lo, hi, f, ctx)
-            k = np.searchsorted(cand_off, hi, side="left") - 1
-            ok = (
-                (k >= 0) & (cand_off[np.maximum(k, 0)] >= lo)
-                if len(cand_off)
-                else np.zeros(len(hi), bool)
-            )
-            found[pending[ok]] = cand_ts[k[ok]]
-            reached = ~ok & (lo <= prev_end[pending])
-            decided[pending[ok | reached]] = True
-            pending = pending[~(ok | reached)]
-        far[pending] = True
-        decided[pending] = True
-    out = ts.copy()
-    out[found != MISSING] = found[found != MISSING]
-    # the rest take the previous row's time: the nearest earlier known one
-    out = _ffill(out, need & (found == MISSING))
-    carried = need & (out != MISSING)
-    return out, carried, int((far & carried).sum())
+    for n_pass, window in enumerate(READ_BACK):
+        asked: list[tuple[_PlainCarry, np.ndarray, np.ndarray]] = []
+        groups: list[tuple[int, list[tuple[int, bytes, bool]]]] = []
+        for pc_ in files:
+            w = pc_.windows(window)
+            if w is None and n_pass:
+                continue
+            # (the first pass opens every file: one that cannot be read keeps its rows as they are)
+            with pc_.src.reader.reading(pc_.src.name) as read:
+                if read is None:
+                    pc_.unreadable = True
+                    continue
+                if w is None:
+                    continue
+                groups.append((pc_.f, _window_chunks(read, pc_.src.size, *w)))
+            asked.append((pc_, *w))
+        if not asked:
+            break
+        for (pc_, lo, hi), (cand_off, cand_ts) in zip(asked, _times_of_chunks(groups, ctx)):
+            pc_.settle(lo, hi, cand_off, cand_ts)
 
 
 def _ffill(values: np.ndarray, fill: np.ndarray) -> np.ndarray:
@@ -962,44 +991,17 @@ SPARSE_LINE = 8
 _TIMESTAMP_SIZED = re.compile(rb"(?m)^[^\n]{6,}")
 
 
-def _read_candidates(
-    read: Callable[[int, int], bytes],
-    size: int,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    f: int,
-    ctx: _TimeContext,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Offsets and UTC times of the timestamped lines starting in the windows [lo, hi)."""
+def _window_chunks(
+    read: Callable[[int, int], bytes], size: int, lo: np.ndarray, hi: np.ndarray
+) -> list[tuple[int, bytes, bool]]:
+    """The bytes of the windows [lo, hi) of one file, as :func:`_split_lines` chunks."""
     order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], hi[order]
     # merge overlapping/adjacent windows: one pread each
     brk = np.r_[True, lo[1:] > np.maximum.accumulate(hi)[:-1]]
     starts = lo[brk]
     ends = np.maximum.reduceat(hi, np.flatnonzero(brk))
-    offs_all: list[np.ndarray] = []
-    ts_all: list[np.ndarray] = []
-    batch: list[tuple[int, bytes, bool]] = []
-    pending_bytes = 0
-
-    def flush() -> None:
-        nonlocal batch, pending_bytes
-        if not batch:
-            return
-        offs, texts = _split_lines(batch)
-        batch, pending_bytes = [], 0
-        parsed = tp.parse_times(texts)
-        keep = np.flatnonzero(parsed.kind != tp.NONE)
-        if len(keep) == 0:
-            return
-        sub = parsed.take(keep)
-        utc = ctx.resolve(
-            np.full(len(keep), f, np.int64), sub, offs[keep], texts=texts.take(pa.array(keep))
-        )
-        good = utc != MISSING
-        offs_all.append(offs[keep][good])
-        ts_all.append(utc[good])
-
+    chunks: list[tuple[int, bytes, bool]] = []
     for a, b in zip(starts.tolist(), ends.tolist()):
         b = min(b, size)
         if b <= a:
@@ -1017,19 +1019,64 @@ def _read_candidates(
             # timestamp are split (a window of blank lines costs no arrays)
             for m in _TIMESTAMP_SIZED.finditer(piece):
                 if m.start() or at_start:
-                    batch.append((base + m.start(), m.group(), True))
+                    chunks.append((base + m.start(), m.group(), True))
         else:
-            batch.append((base, piece, at_start))
-        pending_bytes += len(data)
+            chunks.append((base, piece, at_start))
+    return chunks
+
+
+def _times_of_chunks(
+    groups: list[tuple[int, list[tuple[int, bytes, bool]]]], ctx: _TimeContext
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each (file, chunks): offsets and UTC times of its timestamped
+    lines, sorted by offset.  The lines of all groups are parsed together,
+    :data:`FLUSH_BYTES` at a time."""
+    out: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []) for _ in groups]
+    batch: list[tuple[int, np.ndarray, pa.Array]] = []  # (group, offsets, texts)
+    pending_bytes = 0
+
+    def flush() -> None:
+        nonlocal batch, pending_bytes
+        if not batch:
+            return
+        texts = pa.concat_arrays([t for _, _, t in batch])
+        offs = np.concatenate([o for _, o, _ in batch])
+        owner = np.concatenate([np.full(len(o), g, np.int64) for g, o, _ in batch])
+        files = np.array([groups[g][0] for g in owner.tolist()], np.int64)
+        batch, pending_bytes = [], 0
+        parsed = tp.parse_times(texts)
+        keep = np.flatnonzero(parsed.kind != tp.NONE)
+        if len(keep) == 0:
+            return
+        utc = ctx.resolve(
+            files[keep], parsed.take(keep), offs[keep], texts=texts.take(pa.array(keep))
+        )
+        good = keep[utc != MISSING]
+        utc = utc[utc != MISSING]
+        for g in np.unique(owner[good]).tolist():
+            sel = owner[good] == g
+            out[g][0].append(offs[good][sel])
+            out[g][1].append(utc[sel])
+
+    for g, (_, chunks) in enumerate(groups):
+        if not chunks:
+            continue
+        offs, texts = _split_lines(chunks)
+        if len(offs):
+            batch.append((g, offs, texts))
+        pending_bytes += sum(len(c[1]) for c in chunks)
         if pending_bytes >= FLUSH_BYTES:
             flush()
     flush()
-    if not offs_all:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    offs = np.concatenate(offs_all)
-    ts = np.concatenate(ts_all)
-    o = np.argsort(offs, kind="stable")
-    return offs[o], ts[o]
+    result = []
+    for offs_all, ts_all in out:
+        if not offs_all:
+            result.append((np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            continue
+        o_, t_ = np.concatenate(offs_all), np.concatenate(ts_all)
+        o = np.argsort(o_, kind="stable")
+        result.append((o_[o], t_[o]))
+    return result
 
 
 # ----------------------------------------------------------------------------
@@ -1243,6 +1290,7 @@ def _carry(
     bounds = np.flatnonzero(np.r_[True, f_sorted[1:] != f_sorted[:-1], True])
     need_files = set(np.unique(file_idx[ts == MISSING]).tolist())
     tlen = None
+    plain: list[tuple[np.ndarray, _PlainCarry]] = []
     for s, e in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         f = int(f_sorted[s])
         if f not in need_files:
@@ -1258,9 +1306,8 @@ def _carry(
             # (its text and newline; see _line_byte_lengths)
             prev_end = np.r_[0, off[:-1] + tlen[rows[:-1]] + 1]
             prev_end = np.minimum(prev_end, off)
-            new, car, far = _carry_plain(src, f, off, prev_end, row_ts, ctx, keep[rows])
-            notes.counts["carried-read"] += int(car.sum())
-            notes.counts["carried-far"] += far
+            plain.append((rows, _PlainCarry(src, f, off, prev_end, row_ts, keep[rows])))
+            continue
         else:
             want = (row_ts == MISSING) & ~keep[rows]
             new = _ffill(row_ts, want)
@@ -1273,6 +1320,13 @@ def _carry(
                 elif src.plain:
                     why = "file smaller than the row offsets"
                 notes.file(f"rows-carried:{why}", src.name)
+        out[rows] = new
+        carried[rows] = car
+    _carry_plain([p for _, p in plain], ctx)
+    for rows, p in plain:
+        new, car, far = p.result()
+        notes.counts["carried-read"] += int(car.sum())
+        notes.counts["carried-far"] += far
         out[rows] = new
         carried[rows] = car
     return out, carried
