@@ -71,6 +71,7 @@ from .incidents import (
     teardown,
     template,
     tier,
+    triggers,
 )
 from .levels import narrated, warned
 
@@ -1226,11 +1227,7 @@ def _quiet_fallbacks(events: Sequence[Event], kb: Any) -> None:
     present = {e.signature for e in events if e.role != "context"}
     for e in events:
         if e.role != "context" and "fallback" in marks(kb, e.signature):
-            try:
-                follows = set(kb[e.signature].triggers)
-            except (KeyError, AttributeError):
-                follows = set()
-            if not follows & present:
+            if not set(triggers(kb, e.signature)) & present:
                 e.role = "context"
 
 
@@ -2657,10 +2654,7 @@ def candidate_features(
         X[i, col["severity"]] = SEVERITY_WEIGHT.get(h.severity, 0) / 3
         if stall is not None and c.t is not None and c.t > stall + skew.bound:
             X[i, col["after_stall"]] = 1.0
-        try:
-            trig = set(kb[h.signature].triggers)
-        except KeyError:
-            trig = set()
+        trig = set(triggers(kb, h.signature))
         others = symptoms - {h.signature}
         if (trig & others) or any(h.signature in caused_by(kb, s) for s in others):
             X[i, col["explains"]] = 1.0

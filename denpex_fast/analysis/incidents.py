@@ -63,6 +63,14 @@ def caused_by(kb: Any, sig_id: str) -> tuple[str, ...]:
         return ()
 
 
+def triggers(kb: Any, sig_id: str) -> tuple[str, ...]:
+    """The knowledge-base ``triggers`` of a signature (empty when unknown)."""
+    try:
+        return tuple(kb[sig_id].triggers)
+    except (KeyError, AttributeError):
+        return ()
+
+
 def tier(e: Any, kb: Any) -> int:
     """How strongly one event can be the origin of a failure, from KB data."""
     m = marks(kb, e.signature)

@@ -38,13 +38,16 @@ _WARNED = re.compile(
 )
 
 
+def _at_level(level: re.Pattern[str], text: str) -> bool:
+    m = level.search(text, 0, LEVEL_WITHIN + 16)
+    return m is not None and m.start() <= LEVEL_WITHIN
+
+
 def warned(text: str) -> bool:
     """True when ``text`` was written at a logger's WARNING level."""
-    m = _WARNED.search(text, 0, LEVEL_WITHIN + 16)
-    return m is not None and m.start() <= LEVEL_WITHIN
+    return _at_level(_WARNED, text)
 
 
 def narrated(text: str) -> bool:
     """True when ``text`` was written at a logger's INFO or DEBUG level."""
-    m = _NARRATED.search(text, 0, LEVEL_WITHIN + 16)
-    return m is not None and m.start() <= LEVEL_WITHIN
+    return _at_level(_NARRATED, text)

@@ -902,7 +902,6 @@ class _PlainCarry:
         n = len(off)
         self.need = (ts == MISSING) & ~keep
         self.found = np.full(n, MISSING, np.int64)  # time from a line read back
-        self.far = np.zeros(n, bool)
         self.pending = np.flatnonzero(self.need & (off > 0))  # nothing before the first byte
         self.unreadable = False
 
@@ -930,15 +929,16 @@ class _PlainCarry:
         self.pending = self.pending[~(ok | reached)]
 
     def result(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """(times, carried, rows carried from beyond the largest window: those
+        still pending after the last pass)."""
         if self.unreadable:
             return self.ts.copy(), np.zeros(len(self.ts), bool), 0
-        self.far[self.pending] = True
         out = self.ts.copy()
         out[self.found != MISSING] = self.found[self.found != MISSING]
         # the rest take the previous row's time: the nearest earlier known one
         out = _ffill(out, self.need & (self.found == MISSING))
         carried = self.need & (out != MISSING)
-        return out, carried, int((self.far & carried).sum())
+        return out, carried, int(carried[self.pending].sum())
 
 
 def _carry_plain(files: list[_PlainCarry], ctx: _TimeContext) -> None:
@@ -1032,6 +1032,7 @@ def _times_of_chunks(
     lines, sorted by offset.  The lines of all groups are parsed together,
     :data:`FLUSH_BYTES` at a time."""
     out: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []) for _ in groups]
+    file_of_group = np.array([f for f, _ in groups], np.int64)
     batch: list[tuple[int, np.ndarray, pa.Array]] = []  # (group, offsets, texts)
     pending_bytes = 0
 
@@ -1041,8 +1042,9 @@ def _times_of_chunks(
             return
         texts = pa.concat_arrays([t for _, _, t in batch])
         offs = np.concatenate([o for _, o, _ in batch])
+        # the group of each line, non-decreasing: groups join the batch in order
         owner = np.concatenate([np.full(len(o), g, np.int64) for g, o, _ in batch])
-        files = np.array([groups[g][0] for g in owner.tolist()], np.int64)
+        files = file_of_group[owner]
         batch, pending_bytes = [], 0
         parsed = tp.parse_times(texts)
         keep = np.flatnonzero(parsed.kind != tp.NONE)
@@ -1053,10 +1055,12 @@ def _times_of_chunks(
         )
         good = keep[utc != MISSING]
         utc = utc[utc != MISSING]
-        for g in np.unique(owner[good]).tolist():
-            sel = owner[good] == g
-            out[g][0].append(offs[good][sel])
-            out[g][1].append(utc[sel])
+        present, first = np.unique(owner[good], return_index=True)
+        for g, o, t in zip(
+            present.tolist(), np.split(offs[good], first[1:]), np.split(utc, first[1:])
+        ):
+            out[g][0].append(o)
+            out[g][1].append(t)
 
     for g, (_, chunks) in enumerate(groups):
         if not chunks:
@@ -1308,18 +1312,17 @@ def _carry(
             prev_end = np.minimum(prev_end, off)
             plain.append((rows, _PlainCarry(src, f, off, prev_end, row_ts, keep[rows])))
             continue
-        else:
-            want = (row_ts == MISSING) & ~keep[rows]
-            new = _ffill(row_ts, want)
-            car = want & (new != MISSING)
-            if car.any():
-                notes.counts["carried-rows"] += int(car.sum())
-                why = src.problem or ("compressed" if src.compression else "")
-                if not read_context:
-                    why = "read_context=False"
-                elif src.plain:
-                    why = "file smaller than the row offsets"
-                notes.file(f"rows-carried:{why}", src.name)
+        want = (row_ts == MISSING) & ~keep[rows]
+        new = _ffill(row_ts, want)
+        car = want & (new != MISSING)
+        if car.any():
+            notes.counts["carried-rows"] += int(car.sum())
+            why = src.problem or ("compressed" if src.compression else "")
+            if not read_context:
+                why = "read_context=False"
+            elif src.plain:
+                why = "file smaller than the row offsets"
+            notes.file(f"rows-carried:{why}", src.name)
         out[rows] = new
         carried[rows] = car
     _carry_plain([p for _, p in plain], ctx)
