@@ -391,6 +391,49 @@ def test_word_for_word_repeats_of_an_error_are_thinned_distinct_ones_kept(kb) ->
     assert kept[:2] == [0, 1] and kept[-2:] == [2990, 2991]
 
 
+def test_a_ranks_log_cut_into_parts_is_thinned_as_one_run(kb) -> None:
+    from denpex_fast.analysis.causal import thin_context
+
+    sig = "ds-zero-reduce-bucket-size-info"
+    rows = [
+        {
+            "file": f"job/rank0/part{p}.log",
+            "signature": sig,
+            "text": f"[Rank 0] Reduce bucket size {p}.{i}",
+            "rank": 0,
+            "host": "n0",
+            "ts": 100.0 * p + i,
+            "line": i + 1,
+        }
+        for p in range(3)
+        for i in range(20)
+    ]
+    rows += [dict(r, file="console.log", rank=1, line=100 + k) for k, r in enumerate(rows[:20])]
+    per_file = thin_context(table(rows), kb, keep=8)
+    assert per_file.num_rows == 4 * 16  # each part and the console: first 8 and last 8
+    t = thin_context(table(rows), kb, keep=8, by_rank=True)
+    kept = [(f, x) for f, x in zip(t.column("file").to_pylist(), t.column("line").to_pylist())]
+    parts = [k for k in kept if k[0] != "console.log"]
+    # the rank's run: the first 8 lines of its first part, the last 8 of its last
+    assert parts == [("job/rank0/part0.log", i) for i in range(1, 9)] + [
+        ("job/rank0/part2.log", i) for i in range(13, 21)
+    ]
+    assert len(kept) - len(parts) == 16  # a console (no rank in its path) stays its own run
+
+
+def test_last_steps_read_the_newest_of_a_ranks_files(tmp_path) -> None:
+    from denpex_fast.analysis.progress import last_steps
+
+    rank = tmp_path / "rank0"
+    rank.mkdir()
+    (rank / "old.log").write_text("".join(f"step={s} loss=0.5\n" for s in range(999)))
+    (rank / "new.log").write_text("".join(f"step={s} loss=0.5\n" for s in range(120)))
+    files = [str(rank / "old.log"), str(rank / "new.log")]
+    assert last_steps(files) == {0: 998}  # no times: every file is read
+    # the newer file (an attempt resumed after the older one) has the rank's last step
+    assert last_steps(files, latest={files[0]: 10.0, files[1]: 20.0}) == {0: 119}
+
+
 def test_last_steps_from_file_tails(tmp_path) -> None:
     from denpex_fast.analysis.progress import last_steps
 

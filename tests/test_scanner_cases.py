@@ -294,6 +294,21 @@ def test_per_signature_row_caps(tmp_path: Path) -> None:
     assert other.row_caps() == {"oom": 2} and s.row_caps() == {"step": 5}
     assert other._db is s._db  # the same compiled database, not a rebuilt one
     assert other.run([str(big)]).table.num_rows == 300 + 2
+    # a job-wide budget: fewer rows per file as the files grow in number, counts exact
+    job = s.with_row_caps({"step": 256}, job_rows=10)
+    many = tmp_path / "many"
+    many.mkdir()
+    for k in range(3):
+        (many / f"m{k}.log").write_text("step 1\n" * 50)
+    for paths, per_file in (([many / "m0.log"], 10), ([many], 4)):  # floor: 4 per file
+        r = job.run([str(p) for p in paths])
+        kept = r.table.group_by("file").aggregate([("line", "count")])
+        assert kept.column("line_count").to_pylist() == [per_file] * len(kept), paths
+        assert sum(r.counts.column("lines").to_pylist()) == 50 * kept.num_rows
+    r = pickle.loads(pickle.dumps(job)).run([str(many)])  # Dask workers keep the budget
+    assert r.table.num_rows == 3 * 4
+    with pytest.raises(ValueError, match="job_rows"):
+        s.with_row_caps({"step": 5}, job_rows=0)
     kb = Scanner()
     assert kb.with_row_caps({}).signature_set is kb.signature_set
     with pytest.raises(ValueError, match="no signature 'nope'"):

@@ -232,7 +232,7 @@ def field_number(fields: dict[str, str], names: Sequence[str]) -> float | None:
     return None
 
 
-def thin_context(table: pa.Table, kb: Any, keep: int = 8) -> pa.Table:
+def thin_context(table: pa.Table, kb: Any, keep: int = 8, *, by_rank: bool = False) -> pa.Table:
     """Drop the middle of long runs of context rows, and of the same error
     line repeated word for word (vectorised).
 
@@ -242,7 +242,10 @@ def thin_context(table: pa.Table, kb: Any, keep: int = 8) -> pa.Table:
     symptom line printed again and again with the same text (a retried
     ``ConnectionResetError`` in a loop) keeps its first and last ``keep``
     occurrences per (file, signature, rank); every other cause and symptom
-    row is kept.
+    row is kept.  ``by_rank``: the files of one rank in one directory (a
+    rank's log rotated or cut into parts, ``rank3/part0001.log``) make one
+    run in time order, so the ranking sees the ends of the rank's log, not of
+    every part.
     """
     n = table.num_rows
     if n <= 4 * keep:
@@ -266,11 +269,20 @@ def thin_context(table: pa.Table, kb: Any, keep: int = 8) -> pa.Table:
         )
     if n - len(np.unique(text_key)) <= 4 * keep:
         return table
-    file_idx = table.column("file").combine_chunks().indices.to_numpy(zero_copy_only=False)
+    files = table.column("file").combine_chunks()
+    file_idx = files.indices.to_numpy(zero_copy_only=False)
     rank = pc.fill_null(table.column("rank"), -1).to_numpy().astype(np.int64)
     line = table.column("line").to_numpy()
-    order = np.lexsort((line, text_key, rank, sig_idx, file_idx))
-    key = np.stack([file_idx[order], sig_idx[order], rank[order], text_key[order]])
+    run = file_idx.astype(np.int64)
+    if by_rank:
+        run = _rank_runs(files.dictionary.to_pylist())[file_idx]
+        # in time order (untimed rows after, by file and line)
+        ts = table.column("ts").cast(pa.int64())
+        when = pc.fill_null(ts, np.iinfo(np.int64).max).to_numpy()
+        order = np.lexsort((line, file_idx, when, text_key, rank, sig_idx, run))
+    else:
+        order = np.lexsort((line, text_key, rank, sig_idx, run))
+    key = np.stack([run[order], sig_idx[order], rank[order], text_key[order]])
     new_group = np.r_[True, np.any(key[:, 1:] != key[:, :-1], axis=0)]
     start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
     end = np.r_[np.flatnonzero(new_group)[1:], n]
@@ -280,6 +292,24 @@ def thin_context(table: pa.Table, kb: Any, keep: int = 8) -> pa.Table:
     mask = np.zeros(n, dtype=bool)
     mask[order] = keep_sorted
     return table.filter(pa.array(mask))
+
+
+def _rank_runs(names: list[str]) -> Any:
+    """A run number per file: one for the files of one rank (by path) in one
+    directory, one of its own for every other file."""
+    import os
+
+    import numpy as np
+
+    from ..facts.attribution import path_facts
+
+    runs: dict[tuple[str, int], int] = {}
+    out = np.arange(len(names), dtype=np.int64)
+    for i, name in enumerate(names):
+        rank = path_facts(name).rank
+        if rank is not None:
+            out[i] = runs.setdefault((os.path.dirname(name), rank), i)
+    return out
 
 
 def _role(kb: Any, sig_id: str) -> str:
@@ -796,7 +826,7 @@ def rank_events(
     from .ranker import load_model
 
     model = model or load_model()
-    events = build_events(thin_context(table, kb), kb) if events is None else events
+    events = build_events(thin_context(table, kb, by_rank=True), kb) if events is None else events
     skew = estimate_skew(events)
     for e in events:
         e.t = skew.correct(e.host, e.ts.timestamp()) if e.ts is not None else None

@@ -372,7 +372,10 @@ CONTEXT_ROWS = 256
 
 def diagnosis_scanner(scanner: Any) -> Any:
     """``scanner`` keeping at most :data:`CONTEXT_ROWS` rows per file of each
-    unmarked context signature (sharing its compiled database)."""
+    unmarked context signature (sharing its compiled database), and fewer per
+    file in a job of many files: about ``2 * PRE_ATTRIBUTION_CONTEXT_BUDGET``
+    per signature in all (never fewer than 4 per file), which is what
+    :func:`~denpex_fast.analysis.causal.thin_context` keeps of them anyway."""
     kb = scanner.signature_set
     if kb is None:
         return scanner
@@ -384,7 +387,12 @@ def diagnosis_scanner(scanner: Any) -> Any:
             continue
         if entry.role == "context" and not entry.marks:
             caps[sig] = min(CONTEXT_ROWS, scanner.options.max_rows_per_sig)
-    return scanner.with_row_caps(caps) if caps else scanner
+    # a job of many files keeps about what thin_context keeps of them
+    return (
+        scanner.with_row_caps(caps, job_rows=2 * PRE_ATTRIBUTION_CONTEXT_BUDGET)
+        if caps
+        else scanner
+    )
 
 
 def _job_root(paths: Any) -> str | None:
@@ -471,7 +479,22 @@ def _progress(table: pa.Table, reader: Any, tail_files: set[str] | None = None) 
     from .progress import last_steps
 
     names = [n for n in file_names(table) if tail_files is None or n in tail_files]
-    return last_steps(names, reader=reader) if names else {}
+    if not names:
+        return {}
+    timed = table.select(["file", "ts"]).filter(table.column("ts").is_valid())
+    latest = timed.group_by("file").aggregate([("ts", "max")]) if timed.num_rows else None
+    return last_steps(
+        names,
+        reader=reader,
+        latest=dict(
+            zip(
+                latest.column("file").to_pylist(),
+                latest.column("ts_max").cast(pa.int64()).to_pylist(),
+            )
+        )
+        if latest is not None
+        else None,
+    )
 
 
 def _with_progress(fates: pa.Table, progress: dict[int, int]) -> pa.Table:

@@ -128,11 +128,15 @@ def last_steps(
     tail_bytes: int = TAIL_BYTES,
     locations: Mapping[str, str] | None = None,
     reader: JobBytes | None = None,
+    latest: Mapping[str, float] | None = None,
 ) -> dict[int, int]:
     """Highest step number seen per rank in the tail of each plain file.
 
     ``reader``: the job's :class:`~denpex_fast.io.readback.JobBytes` (default:
     one over ``locations``, where to read a file whose label is not its path).
+    ``latest``: the latest timestamp seen in each file; of several files of
+    one rank (by path: rotated logs, a rank's log cut into parts, one per
+    attempt) that all have one, only the newest with progress lines is read.
     """
     from ..facts.attribution import line_facts, path_facts
 
@@ -141,24 +145,27 @@ def last_steps(
     all_texts: list[str] = []
     all_steps: list[int] = []
     fallbacks: list[int] = []
-    for name in files:
-        inp = reader.input(name)
-        if inp is None or inp.compression is not None:
-            continue  # stdin, an archive member, compressed: no cheap tail
-        got = reader.tail(name, tail_bytes)
-        if got is None:
-            continue
-        start, data = got
-        if start > 0:
-            data = data[data.find(b"\n") + 1 :]  # the first line is cut
-        fallback = path_facts(name).rank
-        # a rank's own file needs only its last few step lines; a console, many ranks' worth
-        texts, steps = step_lines(
-            data, OWN_FILE_STEP_LINES if fallback is not None else MAX_STEP_LINES
-        )
-        all_texts += texts
-        all_steps += steps
-        fallbacks += [-1 if fallback is None else fallback] * len(steps)
+    for group in _by_rank_newest_first(files, latest or {}):
+        for name in group:
+            inp = reader.input(name)
+            if inp is None or inp.compression is not None:
+                continue  # stdin, an archive member, compressed: no cheap tail
+            got = reader.tail(name, tail_bytes)
+            if got is None:
+                continue
+            start, data = got
+            if start > 0:
+                data = data[data.find(b"\n") + 1 :]  # the first line is cut
+            fallback = path_facts(name).rank
+            # a rank's own file needs only its last few step lines; a console, many ranks' worth
+            texts, steps = step_lines(
+                data, OWN_FILE_STEP_LINES if fallback is not None else MAX_STEP_LINES
+            )
+            all_texts += texts
+            all_steps += steps
+            fallbacks += [-1 if fallback is None else fallback] * len(steps)
+            if steps and len(group) > 1:
+                break  # the newest of a rank's files that shows progress has its last step
     if not all_steps:
         return out
     # one attribution pass over every file's lines (its cost is mostly per call)
@@ -168,3 +175,19 @@ def last_steps(
         if rank >= 0:
             out[rank] = max(out.get(rank, -1), step)
     return out
+
+
+def _by_rank_newest_first(files: Iterable[str], latest: Mapping[str, float]) -> list[list[str]]:
+    """``files`` in groups read together: the files of one rank by path, newest
+    first, when each has a latest timestamp; every other file on its own."""
+    from ..facts.attribution import path_facts
+
+    groups: dict[int, list[str]] = {}
+    alone: list[list[str]] = []
+    for name in files:
+        rank = path_facts(name).rank
+        if rank is None or name not in latest:
+            alone.append([name])
+        else:
+            groups.setdefault(rank, []).append(name)
+    return alone + [sorted(g, key=lambda n: (latest[n], n), reverse=True) for g in groups.values()]

@@ -93,6 +93,8 @@ if TYPE_CHECKING:
 DEFAULT_UNIT = 256 << 20  # a file range scanned by one task
 STREAM_CHUNK = 4 << 20  # decompressed bytes per native call
 COALESCE_BATCHES = 256  # run(): small batches merged into one table chunk
+#: rows per file a job-wide row budget never goes below (with_row_caps)
+JOB_ROWS_FLOOR = 4
 SMALL_FILE = 1 << 20  # mapped files below this are scanned several to a task,
 GROUP_BYTES = 16 << 20  # up to this many bytes
 GROUP_FILES = 256  # or this many files: one result and one batch per group
@@ -323,6 +325,7 @@ class Scanner:
         self._sig_dictionary = pa.array(self.signature_ids, pa.string())
         self._local = threading.local()
         self.stream_chunk = STREAM_CHUNK
+        self._job_rows: tuple[dict[str, int], int] | None = None
 
     @property
     def signature_set(self) -> Any:
@@ -361,17 +364,38 @@ class Scanner:
         default = self.options.max_rows_per_sig
         return {s: int(n) for s, n in zip(self.signature_ids, caps) if int(n) != default}
 
-    def with_row_caps(self, max_rows: Mapping[str, int]) -> Scanner:
+    def with_row_caps(self, max_rows: Mapping[str, int], *, job_rows: int | None = None) -> Scanner:
         """This scanner with other per-signature row caps (``max_rows``), sharing
-        its compiled database; nothing is compiled or loaded again."""
+        its compiled database; nothing is compiled or loaded again.
+
+        ``job_rows``: rows of each signature in ``max_rows`` kept per run in
+        all; a run over N files keeps ``max(JOB_ROWS_FLOOR, job_rows // N)``
+        per file when that is below the signature's cap, so a job of 10,000
+        small files does not keep 10,000 times the rows of one file.
+        """
         from dataclasses import replace
 
+        if job_rows is not None and job_rows < 1:
+            raise ValueError(f"job_rows must be >= 1, not {job_rows}")
         twin = Scanner.__new__(Scanner)  # not copy.copy: pickling would rebuild the database
         twin.__dict__.update(self.__dict__)
         twin.options = replace(
             self.options, sig_caps=self._caps(self.options.max_rows_per_sig, max_rows)
         )
+        twin._job_rows = (dict(max_rows), job_rows) if job_rows is not None else None
         twin._local = threading.local()
+        return twin
+
+    def _for_files(self, n_files: int) -> Scanner:
+        """This scanner, or its twin with caps scaled for a run over ``n_files``."""
+        if self._job_rows is None or n_files < 1:
+            return self
+        caps, job_rows = self._job_rows
+        per_file = max(JOB_ROWS_FLOOR, job_rows // n_files)
+        if all(per_file >= n for n in caps.values()):
+            return self
+        twin = self.with_row_caps({s: min(n, per_file) for s, n in caps.items()})
+        twin._job_rows = self._job_rows
         return twin
 
     # -- database ---------------------------------------------------------
@@ -438,6 +462,7 @@ class Scanner:
             "max_rows": self.options.max_rows_per_sig,
             "max_text": self.options.max_text,
             "row_caps": self.row_caps(),
+            "job_rows": self._job_rows,
         }
         return (_rebuild_scanner, (self._db.serialize(), state))
 
@@ -802,7 +827,8 @@ class Scanner:
         n_threads = threads or default_threads()
         if unit_size < 1:
             raise ValueError("unit_size must be positive")
-        tasks = list(self._plan(inputs, mmap, unit_size))
+        eng = self._for_files(len(inputs))
+        tasks = list(eng._plan(inputs, mmap, unit_size))
         total = sum(i.size for i in inputs)
         flag = cancel or _native.CancelFlag()
         states: dict[int, _FileState] = {}
@@ -811,7 +837,7 @@ class Scanner:
         limits = (max_decompressed, max_ratio)
 
         def work(task: _Task) -> _Done:
-            return self._run_task(task, flag, limits, binary)
+            return eng._run_task(task, flag, limits, binary)
 
         pending: deque[Future[_Done]] = deque()
         it = iter(tasks)
@@ -827,7 +853,7 @@ class Scanner:
                     if nxt is not None:
                         pending.append(pool.submit(work, nxt))
                     if done.members is not None:
-                        batch = self._merge_group(done, sink, names)
+                        batch = eng._merge_group(done, sink, names)
                         done_bytes += done.result.scanned
                         sink.bytes += done.result.scanned
                         if progress is not None:
@@ -838,7 +864,7 @@ class Scanner:
                     st = states.get(done.task.file_idx)
                     if st is None:
                         st = states[done.task.file_idx] = _FileState(n_sigs)
-                    batch = self._merge(done, st, names)
+                    batch = eng._merge(done, st, names)
                     done_bytes += done.result.scanned
                     sink.bytes += done.result.scanned
                     if progress is not None:
@@ -1282,6 +1308,7 @@ def _rebuild_scanner(blob: bytes, state: dict[str, Any]) -> Scanner:
     s._sig_dictionary = pa.array(s.signature_ids, pa.string())
     s._local = threading.local()
     s.stream_chunk = STREAM_CHUNK
+    s._job_rows = state.get("job_rows")
     return s
 
 
