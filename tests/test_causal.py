@@ -2245,6 +2245,24 @@ def test_an_error_after_the_completion_line_is_still_named(kb) -> None:
     assert r.initiating.line == 400
 
 
+def test_a_known_warning_after_the_completion_line_is_listed_not_named(kb) -> None:
+    """ZeRO-3 logs that it skipped the 16-bit model file while the finished
+    run saves: an entry of warning severity did not stop a job that
+    completed, wherever it was printed.  An unknown error word there still counts."""
+    skipped = (
+        "[2021-05-25 06:45:27,389] [INFO] [engine.py:1867:save_fp16_model] Did not save the model "
+        "output_dir/pytorch_model.bin because `stage3_gather_fp16_weights_on_model_save` is False"
+    )
+    rows = _server_start([])
+    rows.append({"signature": "ds-zero3-16bit-weights-not-saved", "line": 400, "text": skipped})
+    r = rank_events(table(rows), kb)
+    assert r.verdict == "no-failure-found" and r.initiating is None
+    assert any("ds-zero3-16bit-weights-not-saved at" in why for why in r.reasons)
+    rows.append({"signature": "any-error-word", "line": 480, "text": "error: teardown hung"})
+    r = rank_events(table(rows), kb)
+    assert r.initiating is not None and r.initiating.line == 480
+
+
 def test_a_benchmark_run_that_logged_run_stop_success_went_past_its_probe_errors(tmp_path) -> None:
     """An MLPerf-logged run: SHARP's probe ERROR and NCCL's CollNet WARN,
     NCCL falls back, the run logs ``run_stop`` with status success."""

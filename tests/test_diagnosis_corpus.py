@@ -77,10 +77,6 @@ KNOWN_FALSE_ALARMS = {
     "894-deepspeed-gpt2-finetune-fp16-overflow-skips-randomltd-healthy": "the script's last "
     "lines evaluate the final epoch (2/2) and save the model, with no completion line: "
     "reported stopped (a log cut after a checkpoint save reads the same)",
-    "974-jeanzay-hf-trainer-deepspeed-zero3-offload-gpt2-91b-16node-fp16-overflow-healthy": "ZeRO-3 "
-    "logs at INFO that it did not save the 16-bit model file, after `Training completed`: "
-    "a warning-severity cause printed after the completion line is named",
-    "975-jeanzay-hf-trainer-deepspeed-zero3-offload-gpt2-23b-4node-16rank-healthy": "as 974",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",

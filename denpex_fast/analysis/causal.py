@@ -926,9 +926,24 @@ def rank_events(
     # nothing printed before the job's own completion line ended the job: a
     # warning (Megatron starting from random weights), an error the program
     # retried, a probe's ERROR before a fallback, a step the scheduler
-    # cancelled before the resubmission that finished.  The report lists
-    # them without calling the job failed
-    outlived = [c.head for c in cands if c.head is not None and _before_any(c.head, ends)]
+    # cancelled before the resubmission that finished.  Nor did a known
+    # entry of warning severity, wherever it was printed (ZeRO-3 skipping the
+    # 16-bit model file while the run saves its checkpoint and prints its
+    # metrics); an unknown error word after the end may be a teardown that hung.
+    # The report lists them without calling the job failed
+    outlived = [
+        c.head
+        for c in cands
+        if c.head is not None
+        and (
+            _before_any(c.head, ends)
+            or (
+                completed
+                and c.head.severity == "warning"
+                and "catch-all" not in marks(kb, c.head.signature)
+            )
+        )
+    ]
     gone = {id(h) for h in outlived}
     cands = [c for c in cands if id(c.head) not in gone]
     only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
@@ -983,7 +998,8 @@ def rank_events(
         why = ["no error-like line and no stop before completion"]
         if outlived:
             why = [
-                "the job printed its completion line after every error or warning it printed: "
+                "the job printed its completion line, and nothing it printed stopped it "
+                "(errors before that line, warnings anywhere): "
                 + ", ".join(f"{e.signature} at {e.where()}" for e in outlived[:3])
             ]
         return Ranking(

@@ -482,6 +482,8 @@ def _progress(table: pa.Table, reader: Any, tail_files: set[str] | None = None) 
     if not names:
         return {}
     timed = table.select(["file", "ts"]).filter(table.column("ts").is_valid())
+    # the file column's chunks may carry different dictionaries (an index's job)
+    timed = pa.table({"file": timed.column("file").cast(pa.string()), "ts": timed.column("ts")})
     latest = timed.group_by("file").aggregate([("ts", "max")]) if timed.num_rows else None
     return last_steps(
         names,
