@@ -2245,6 +2245,36 @@ def test_an_error_after_the_completion_line_is_still_named(kb) -> None:
     assert r.initiating.line == 400
 
 
+def test_a_batch_scripts_all_done_after_its_failed_step_is_no_completion(tmp_path) -> None:
+    """srun reports the tasks' segfaults and cancels the step, then the batch
+    script echoes "All done!": the job went on past nothing.  A resubmitted
+    step that made progress after the scheduler cancelled the first one did."""
+    from denpex_fast import diagnose
+
+    warn = "4: cgpu14:53622:56536 [0] include/socket.h:406 NCCL WARN Connect to 10.0.0.61<42427> failed : No route to host"
+    lines = [
+        "+ srun -l python train.py",
+        warn,
+        "4: cgpu14:53622:56536 [0] NCCL INFO bootstrap.cc:354 -> 2",
+        "srun: error: cgpu14: task 4: Segmentation fault",
+        "0: slurmstepd: error: *** STEP 1450334.1 ON cgpu08 CANCELLED AT 2021-02-03T22:47:42 ***",
+        "srun: error: cgpu08: task 0: Terminated",
+        "+ set +x",
+        "All done!",
+    ]
+    log = tmp_path / "slurm-1450334.out"
+    log.write_text("\n".join(lines) + "\n")
+    d = diagnose(log)
+    assert d.verdict != "no-failure-found"
+    assert d.initiating is not None and d.initiating.line == 2 and d.initiating.rank == 4
+    # the same step resubmitted and training to its end: its first failure was outlived
+    resumed = [f"0: iteration {i:6d}/   300 | lm loss: 2.1E+00 |" for i in range(100, 310, 10)]
+    log.write_text(
+        "\n".join([*lines[:-2], "+ srun -l python train.py", *resumed, *lines[-2:]]) + "\n"
+    )
+    assert diagnose(log).verdict == "no-failure-found"
+
+
 def test_a_known_warning_after_the_completion_line_is_listed_not_named(kb) -> None:
     """ZeRO-3 logs that it skipped the 16-bit model file while the finished
     run saves: an entry of warning severity did not stop a job that

@@ -936,7 +936,7 @@ def rank_events(
         for c in cands
         if c.head is not None
         and (
-            _before_any(c.head, ends)
+            _outlived(c.head, ends, events, kb)
             or (
                 completed
                 and c.head.severity == "warning"
@@ -1277,14 +1277,46 @@ def _quiet_fallbacks(events: Sequence[Event], kb: Any) -> None:
                 e.role = "context"
 
 
-def _before_any(e: Event, ends: Sequence[Event]) -> bool:
-    """Whether ``e`` was printed before one of ``ends``: earlier in the same
-    file, or earlier in time."""
-    return any(
-        (x.file == e.file and x.line > e.line)
-        or (x.t is not None and e.t is not None and x.t > e.t)
-        for x in ends
+def _printed_before(a: Event, b: Event) -> bool:
+    """Whether ``a`` was printed before ``b``: earlier in the same file, or earlier in time."""
+    return (a.file == b.file and a.line < b.line) or (
+        a.t is not None and b.t is not None and a.t < b.t
     )
+
+
+def _outlived(e: Event, ends: Sequence[Event], events: Sequence[Event], kb: Any) -> bool:
+    """Whether the job went on past ``e`` to one of its completion ``ends``.
+
+    A completion line printed after ``e`` is not enough when, between them,
+    the launcher or scheduler reported a death (a fatal symptom, a teardown)
+    that no progress line followed: the batch script echoing "All done!"
+    after its failed ``srun`` step went on past nothing.  A step the scheduler
+    cancelled before a resubmission that trained to the end was outlived.
+    """
+    later = [x for x in ends if _printed_before(e, x)]
+    if not later:
+        return False
+    deaths = [
+        d
+        for d in events
+        if (
+            (d.role == "symptom" and d.severity == "fatal")
+            or "scheduler-teardown" in marks(kb, d.signature)
+        )
+        and _printed_before(e, d)
+    ]
+    if not deaths:
+        return True
+    steps = [s for s in events if field_number(s.fields, STEP_FIELDS) is not None]
+    for x in later:
+        dead = any(
+            _printed_before(d, x)
+            and not any(_printed_before(d, s) and _printed_before(s, x) for s in steps)
+            for d in deaths
+        )
+        if not dead:
+            return True
+    return False
 
 
 _FULL_BAR = re.compile(r"(?:^|[\s:])100%\|")
