@@ -77,6 +77,12 @@ KNOWN_FALSE_ALARMS = {
     "894-deepspeed-gpt2-finetune-fp16-overflow-skips-randomltd-healthy": "the script's last "
     "lines evaluate the final epoch (2/2) and save the model, with no completion line: "
     "reported stopped (a log cut after a checkpoint save reads the same)",
+    "998-pbs-horovodrun-gloo-2node-v100-pytorch-mnist-nccl-info-userwarnings-healthy": "the "
+    "MNIST script ends with its test-set accuracy and NCCL's `Destroy COMPLETE` on both ranks, "
+    "with no completion line: reported stopped (a script's last evaluation reads as progress)",
+    "999-slurm-horovodrun-tf-keras-4gpu-gtx1080ti-cifar10-resnet50-progressbar-backspaces-healthy": "Keras's "
+    "final `evaluate` bar (313/313) and the result list end each rank's output, with no "
+    "completion line: reported stopped",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",
