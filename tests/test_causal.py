@@ -2245,6 +2245,32 @@ def test_an_error_after_the_completion_line_is_still_named(kb) -> None:
     assert r.initiating.line == 400
 
 
+def test_a_processs_probe_warning_does_not_date_its_later_known_failure(tmp_path) -> None:
+    """Each process's main thread warns that it cannot open libibverbs (a
+    probe NCCL goes on past); later a proxy thread of each fails to grow its
+    shared-memory file.  The probe is another thread's record and no earlier
+    print of that failure: rank 1's failure, printed first, is named."""
+    from denpex_fast import diagnose
+
+    h = "5135fc87695d"
+    lines = [
+        f"{h}:126318:126318 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+        "NCCL version 2.7.3+cuda10.2",
+        "",
+        f"{h}:126319:126319 [1] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+        "",
+        f"{h}:126319:126336 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+        "",
+        f"{h}:126319:126336 [1] include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-recv-54c7-1-0-1 (size 9637888)",
+        "",
+        f"{h}:126318:126335 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+    ]
+    log = tmp_path / "test-output.log"
+    log.write_text("\n".join(lines) + "\n")
+    d = diagnose(log)
+    assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (6, 1)
+
+
 def test_a_batch_scripts_all_done_after_its_failed_step_is_no_completion(tmp_path) -> None:
     """srun reports the tasks' segfaults and cancels the step, then the batch
     script echoes "All done!": the job went on past nothing.  A resubmitted

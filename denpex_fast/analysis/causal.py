@@ -1602,12 +1602,22 @@ def _join_by_pid(cands: list[Incident], kb: Any) -> list[Incident]:
             continue
         key = (c.file, pids.pop())
         at = seen.get(key)
-        if at is not None and out[at].rank == c.rank:
+        # a catch-all line of the process (NCCL's WARN that it could not open
+        # libibverbs, a probe) is no earlier print of a known failure it has later
+        if (
+            at is not None
+            and out[at].rank == c.rank
+            and _catch_all_head(out[at], kb) == _catch_all_head(c, kb)
+        ):
             out[at] = join(out[at], c, kb)
         else:
             seen[key] = len(out)
             out.append(c)
     return out
+
+
+def _catch_all_head(c: Incident, kb: Any) -> bool:
+    return c.head is not None and "catch-all" in marks(kb, c.head.signature)
 
 
 _DIGITS = re.compile(r"\d+")

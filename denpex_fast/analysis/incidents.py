@@ -223,7 +223,9 @@ def assemble(events: Iterable[Any], kb: Any, exit_code: Any = None) -> list[Inci
             fits = [
                 g
                 for g in live
-                if _compatible(_rank_of(g), e.rank) and _same_writer(g[-1].text, e.text)
+                if _compatible(_rank_of(g), e.rank)
+                and _same_writer(g[-1].text, e.text)
+                and _same_thread(g[-1].text, e.text)
             ]
             if fits:
                 max(fits, key=lambda g: g[-1].line).append(e)
@@ -305,6 +307,17 @@ def _same_process(a: str, b: str) -> bool:
     prefixes, when both lines carry one, name the same host and pid."""
     ma, mb = _NCCL_PID.match(a or ""), _NCCL_PID.match(b or "")
     return not (ma and mb) or ma.groups() == mb.groups()
+
+
+_NCCL_THREAD = re.compile(r"^\S*?([\w.-]+:\d+:\d+) \[\d+\]")
+
+
+def _same_thread(a: str, b: str) -> bool:
+    """Whether two lines can be one NCCL record: their ``host:pid:tid``
+    prefixes, when both carry one, are the same (a process's main thread
+    probing for a library and its proxy thread failing later are two)."""
+    ma, mb = _NCCL_THREAD.match(a or ""), _NCCL_THREAD.match(b or "")
+    return not (ma and mb) or ma[1] == mb[1]
 
 
 def _rank_of(group: Sequence[Any]) -> int | None:
