@@ -2271,6 +2271,28 @@ def test_a_processs_probe_warning_does_not_date_its_later_known_failure(tmp_path
     assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (6, 1)
 
 
+def test_a_traceback_logged_at_error_level_is_named_by_its_exception_line(tmp_path) -> None:
+    """vLLM's engine logs its traceback line by line at ERROR level, the
+    header too ("EngineCore hit an exception: Traceback ..."): the header
+    says an exception follows; the exception line says what failed."""
+    from denpex_fast import diagnose
+
+    pre = "(EngineCore_1 pid=27550) ERROR 03-31 03:08:15 [core.py:367]"
+    lines = [
+        "INFO 03-31 03:08:12 [__init__.py:44] plugin ascend loaded.",
+        f"{pre} EngineCore hit an exception: Traceback (most recent call last):",
+        f'{pre}   File "/usr/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 353, in run_engine_core',
+        f"{pre}     engine_core = DPEngineCoreProc(*args, **kwargs)",
+        f"{pre} TypeError: __init__(): incompatible constructor arguments. The following argument types are supported:",
+        f"{pre}     1. torch._C._distributed_c10d.ProcessGroup(arg0: int, arg1: int)",
+        "CRITICAL 03-31 03:08:15 [core_client.py:319] Got fatal signal from worker processes, shutting down. See stack trace above for root cause issue.",
+    ]
+    log = tmp_path / "vllm-serve.log"
+    log.write_text("\n".join(lines) + "\n")
+    d = diagnose(log)
+    assert d.initiating is not None and d.initiating.line == 5
+
+
 def test_a_batch_scripts_all_done_after_its_failed_step_is_no_completion(tmp_path) -> None:
     """srun reports the tasks' segfaults and cancels the step, then the batch
     script echoes "All done!": the job went on past nothing.  A resubmitted

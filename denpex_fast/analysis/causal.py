@@ -2853,7 +2853,12 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
         return "catch-all" in marks(kb, e.signature)
 
     def defers(e: Event) -> bool:  # an error's wrapper whose message no entry read
-        return e.role == "context" and e.severity in ("error", "fatal")
+        # (a traceback's header is no wrapper: the exception line after it says what failed)
+        return (
+            e.role == "context"
+            and e.severity in ("error", "fatal")
+            and "traceback-start" not in marks(kb, e.signature)
+        )
 
     def family(e: Event) -> bool:
         return "family" in marks(kb, e.signature)
