@@ -2293,6 +2293,45 @@ def test_a_traceback_logged_at_error_level_is_named_by_its_exception_line(tmp_pa
     assert d.initiating is not None and d.initiating.line == 5
 
 
+def test_an_abort_after_a_thrown_exception_is_its_end_not_a_crash_of_its_own(tmp_path) -> None:
+    """Every rank's watchdog times out (a hang with no other cause printed);
+    the C++ runtime terminates on the thrown DistBackendError, the shell
+    reports the abort, the launcher one rank's exit 134 and another's
+    SIGTERM.  The abort and the SIGTERM are consequences: the first timeout
+    is what the log can name."""
+    from denpex_fast import diagnose
+
+    what = (
+        "  what():  [PG 0 Rank {r}] Process group watchdog thread terminated with exception: "
+        "[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=120000) ran for "
+        "120094 milliseconds before timing out."
+    )
+    lines = [
+        "x3200c0s19b1n0:191643:191866 [2] NCCL INFO comm 0x5590ec4762b0 rank 2 nranks 8 - Init COMPLETE",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        what.format(r=1),
+        "Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:565 (most recent call first):",
+        "",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        what.format(r=2),
+        "",
+        "./launcher.sh: line 14: 191644 Aborted                 (core dumped) $@",
+        "x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov: rank 0 exited with code 134",
+        "x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov: rank 1 died from signal 15",
+    ]
+    # each terminate prints its C++ frames (two exceptions' worth)
+    frames = [
+        f"frame #{k}: <unknown function> + 0x10584a1 (0x15325d20c4a1 in /soft/lib/libtorch_cuda.so)"
+        for k in range(16)
+    ]
+    lines = [*lines[:4], *frames, *lines[4:7], *frames, *lines[7:]]
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    d = diagnose(log)
+    assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (3, 1)
+
+
 def test_a_batch_scripts_all_done_after_its_failed_step_is_no_completion(tmp_path) -> None:
     """srun reports the tasks' segfaults and cancels the step, then the batch
     script echoes "All done!": the job went on past nothing.  A resubmitted

@@ -862,6 +862,7 @@ def rank_events(
     _demote_wrapped(cands, live, kb)
     _promote_reports(cands)
     _demote_terminated(cands)
+    _demote_caused(cands, live, kb)
     cands = _join_banners(cands, kb)
     cands += _duplicate_claims(live, kb)
     cands += _divergent_records(live, kb)
@@ -1543,12 +1544,32 @@ def _promote_reports(cands: list[Incident]) -> None:
 def _demote_terminated(cands: list[Incident]) -> None:
     """A process that ended by SIGTERM was stopped by someone else (its
     launcher or engine tearing the group down after another failure): the
-    record of that exit is a consequence, whatever program printed it."""
+    record of that exit is a consequence, whatever program printed it, in
+    words an entry knows or not ("rank 1 died from signal 15")."""
     for c in cands:
         if (
-            c.tier == TIER_OWN_SYMPTOM
-            and c.head.role == "symptom"
-            and exit_status(c.head) in AGENT_SIGTERM_CODES
+            (c.tier == TIER_OWN_SYMPTOM and c.head.role == "symptom") or c.tier == TIER_OPEN
+        ) and exit_status(c.head) in AGENT_SIGTERM_CODES:
+            c.tier = TIER_COLLATERAL
+
+
+def _demote_caused(cands: list[Incident], events: Sequence[Event], kb: Any) -> None:
+    """A process's death whose entry names its causes (``caused_by``) is a
+    consequence when one of them was printed before it on its rank (or with
+    no rank known on either side): the shell's ``Aborted (core dumped)``
+    after ``terminate called after throwing ... DistBackendError`` is that
+    exception's end, not a crash of its own."""
+    for c in cands:
+        if c.tier != TIER_OWN_SYMPTOM:
+            continue
+        causes = set(caused_by(kb, c.head.signature))
+        own = {id(m) for m in c.members}
+        if any(
+            e.signature in causes
+            and id(e) not in own
+            and _printed_before(e, c.head)
+            and (e.rank is None or c.rank is None or e.rank == c.rank)
+            for e in events
         ):
             c.tier = TIER_COLLATERAL
 
