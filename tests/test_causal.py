@@ -2332,6 +2332,31 @@ def test_an_abort_after_a_thrown_exception_is_its_end_not_a_crash_of_its_own(tmp
     assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (3, 1)
 
 
+def test_a_synthetic_benchmark_that_printed_its_total_finished(tmp_path) -> None:
+    """Horovod's synthetic benchmark: TensorFlow warns it cannot load TensorRT,
+    the iterations run, the total is printed: the benchmark finished.  Cut
+    before the total, the same log stopped after its last iteration."""
+    from denpex_fast import diagnose
+    from denpex_fast.analysis.progress import last_steps
+
+    tag = "Thu Jun 18 14:29:36 2020[1,{r}]<{s}>:"
+    warn = (
+        "2020-06-18 14:28:35.296902: W tensorflow/stream_executor/platform/default/dso_loader.cc:55] "
+        "Could not load dynamic library 'libnvinfer.so.6'; dlerror: libnvinfer.so.6: cannot open "
+        "shared object file: No such file or directory"
+    )
+    lines = [tag.format(r=r, s="stderr") + warn for r in range(2)]
+    lines += ["Running benchmark..."]
+    lines += [tag.format(r=0, s="stdout") + f"Iter #{i}: 108.0 img/sec per GPU" for i in range(10)]
+    total = [tag.format(r=0, s="stdout") + "Total img/sec on 2 GPU(s): 216.1 +-3.9"]
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines + total) + "\n")
+    assert diagnose(log).verdict == "no-failure-found"
+    assert last_steps([str(log)]) == {0: 9}
+    log.write_text("\n".join(lines) + "\n")
+    assert diagnose(log).verdict != "no-failure-found"
+
+
 def test_a_batch_scripts_all_done_after_its_failed_step_is_no_completion(tmp_path) -> None:
     """srun reports the tasks' segfaults and cancels the step, then the batch
     script echoes "All done!": the job went on past nothing.  A resubmitted

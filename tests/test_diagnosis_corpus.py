@@ -86,9 +86,6 @@ KNOWN_FALSE_ALARMS = {
     "1008-frameworkcontroller-k8s-torchelastic-etcd-scaledown-nccl-error-restart-then-all-workers-succeed-healthy": "an "
     "elastic job scaled down on purpose: the NCCL error of the broken worker group is printed "
     "in one pod's log, the restarted group's success in another's: named",
-    "1009-k8s-helm-horovod-mpirun-tf2-8rank-p100-roce-nccl-warn-ibv-open-device-failed-benchmark-ok-healthy": "Horovod's "
-    "synthetic benchmark ends with `Total img/sec on 8 GPU(s)`, which no entry read as the end; "
-    "TensorFlow's WARNING that it could not load libnvinfer (TensorRT) is named",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",

@@ -34,6 +34,8 @@ _FORMS = [
     # a user loop's own wording: iter 5/10, iter=5, Iteration: 5, iteration 5
     (re.compile(rb"iter(?:ation)?[=: ]\s*(\d+)\b"), (b"",)),
     (re.compile(rb"Iter(?:ation)?[=: ]\s*(\d+)\b"), (b"",)),
+    # the synthetic benchmarks' "Iter #7: 111.8 img/sec per GPU" (Horovod and its copies)
+    (re.compile(rb"Iter #(\d+): "), None),
     # a tqdm bar (" 40%|####      | 4/10 [00:01<...]"): its N of N/M
     (re.compile(rb"\| ?(\d+)/\d+ \["), None),
 ]
