@@ -15,10 +15,8 @@ contracts from here, and it imports no stage.
 
 from __future__ import annotations
 
-import importlib.resources
 import importlib.util
 import json
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -156,24 +154,22 @@ def builtin_signature_dir() -> Path:
     ``denpex_fast.builtin_signatures``; in a source checkout they are the
     ``signatures/`` directory next to the package directory.
     """
+    # find_spec, not importlib.resources: a command's start-up pays for what it imports
     try:
-        root = importlib.resources.files("denpex_fast.builtin_signatures")
-    except ModuleNotFoundError:
-        root = None
-    if isinstance(root, Path) and root.is_dir():
-        return root
-    if root is not None:
-        # A data-only (namespace) package yields a MultiplexedPath, not a Path.
         spec = importlib.util.find_spec("denpex_fast.builtin_signatures")
-        for loc in (spec.submodule_search_locations or []) if spec else []:
-            if Path(loc).is_dir():
-                return Path(loc)
+    except ModuleNotFoundError:
+        spec = None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        if Path(loc).is_dir():
+            return Path(loc)
     return Path(__file__).resolve().parents[1] / "signatures"
 
 
 def json_schema(name: str) -> dict[str, Any]:
     """The JSON Schema document for ``diagnosis`` or ``signatures``."""
     if name == "diagnosis":
+        from importlib.resources import files
+
         text = files("denpex_fast").joinpath("schemas", "diagnosis.schema.json").read_text()
     elif name == "signatures":
         text = (builtin_signature_dir() / "schema.json").read_text()
