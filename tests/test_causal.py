@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -326,6 +328,15 @@ def test_diagnosis_assembles_collateral_fix_and_rank_fates(kb) -> None:
     assert fates[0]["last_collective_seq"] == 4812
     row = d.summary_row()
     assert (row["initiating_rank"], row["verdict"], row["n_ranks"]) == (2, d.verdict, 4)
+
+
+def _diagnosed(tmp_path: Path, name: str, lines: list[str]) -> Any:
+    """The diagnosis of one log file ``name`` holding ``lines``."""
+    from denpex_fast import diagnose
+
+    log = tmp_path / name
+    log.write_text("\n".join(lines) + "\n")
+    return diagnose(log)
 
 
 def _two_rank_run(signature: str, text, n: int) -> list[dict]:
@@ -2171,7 +2182,6 @@ def test_a_warning_the_job_went_on_past_to_its_completion_line_is_no_failure(tmp
     weights, then trains to its end and saves: the job finished, and the
     warning is listed, not named as the failure.  A warning printed after
     the completion line (a teardown that went wrong) still counts."""
-    from denpex_fast import diagnose
 
     lines = [
         "WARNING: could not find the metadata file /ckpt/gpt2/latest_checkpointed_iteration.txt ",
@@ -2184,14 +2194,12 @@ def test_a_warning_the_job_went_on_past_to_its_completion_line_is_no_failure(tmp
         "saving checkpoint at iteration     200 to /ckpt/gpt2",
         "  successfully saved checkpoint at iteration     200 to /ckpt/gpt2",
     ]
-    log = tmp_path / "train.log"
-    log.write_text("\n".join(lines) + "\n")
-    d = diagnose(log)
+    d = _diagnosed(tmp_path, "train.log", lines)
     assert d.verdict == "no-failure-found"
     assert any("megatron-ckpt-metadata-missing" in r for r in d.reasons)
 
-    log.write_text("\n".join([*lines, "error: something went wrong at teardown"]) + "\n")
-    assert diagnose(log).verdict != "no-failure-found"
+    teardown = [*lines, "error: something went wrong at teardown"]
+    assert _diagnosed(tmp_path, "train.log", teardown).verdict != "no-failure-found"
 
 
 def _server_start(error_lines: list[str]) -> list[dict]:
@@ -2250,7 +2258,6 @@ def test_a_processs_probe_warning_does_not_date_its_later_known_failure(tmp_path
     probe NCCL goes on past); later a proxy thread of each fails to grow its
     shared-memory file.  The probe is another thread's record and no earlier
     print of that failure: rank 1's failure, printed first, is named."""
-    from denpex_fast import diagnose
 
     h = "5135fc87695d"
     lines = [
@@ -2265,9 +2272,7 @@ def test_a_processs_probe_warning_does_not_date_its_later_known_failure(tmp_path
         "",
         f"{h}:126318:126335 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
     ]
-    log = tmp_path / "test-output.log"
-    log.write_text("\n".join(lines) + "\n")
-    d = diagnose(log)
+    d = _diagnosed(tmp_path, "test-output.log", lines)
     assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (6, 1)
 
 
@@ -2275,7 +2280,6 @@ def test_a_traceback_logged_at_error_level_is_named_by_its_exception_line(tmp_pa
     """vLLM's engine logs its traceback line by line at ERROR level, the
     header too ("EngineCore hit an exception: Traceback ..."): the header
     says an exception follows; the exception line says what failed."""
-    from denpex_fast import diagnose
 
     pre = "(EngineCore_1 pid=27550) ERROR 03-31 03:08:15 [core.py:367]"
     lines = [
@@ -2287,9 +2291,7 @@ def test_a_traceback_logged_at_error_level_is_named_by_its_exception_line(tmp_pa
         f"{pre}     1. torch._C._distributed_c10d.ProcessGroup(arg0: int, arg1: int)",
         "CRITICAL 03-31 03:08:15 [core_client.py:319] Got fatal signal from worker processes, shutting down. See stack trace above for root cause issue.",
     ]
-    log = tmp_path / "vllm-serve.log"
-    log.write_text("\n".join(lines) + "\n")
-    d = diagnose(log)
+    d = _diagnosed(tmp_path, "vllm-serve.log", lines)
     assert d.initiating is not None and d.initiating.line == 5
 
 
@@ -2299,7 +2301,6 @@ def test_an_abort_after_a_thrown_exception_is_its_end_not_a_crash_of_its_own(tmp
     reports the abort, the launcher one rank's exit 134 and another's
     SIGTERM.  The abort and the SIGTERM are consequences: the first timeout
     is what the log can name."""
-    from denpex_fast import diagnose
 
     what = (
         "  what():  [PG 0 Rank {r}] Process group watchdog thread terminated with exception: "
@@ -2326,9 +2327,7 @@ def test_an_abort_after_a_thrown_exception_is_its_end_not_a_crash_of_its_own(tmp
         for k in range(16)
     ]
     lines = [*lines[:4], *frames, *lines[4:7], *frames, *lines[7:]]
-    log = tmp_path / "job.log"
-    log.write_text("\n".join(lines) + "\n")
-    d = diagnose(log)
+    d = _diagnosed(tmp_path, "job.log", lines)
     assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (3, 1)
 
 
@@ -2361,7 +2360,6 @@ def test_a_batch_scripts_all_done_after_its_failed_step_is_no_completion(tmp_pat
     """srun reports the tasks' segfaults and cancels the step, then the batch
     script echoes "All done!": the job went on past nothing.  A resubmitted
     step that made progress after the scheduler cancelled the first one did."""
-    from denpex_fast import diagnose
 
     warn = "4: cgpu14:53622:56536 [0] include/socket.h:406 NCCL WARN Connect to 10.0.0.61<42427> failed : No route to host"
     lines = [
@@ -2374,17 +2372,13 @@ def test_a_batch_scripts_all_done_after_its_failed_step_is_no_completion(tmp_pat
         "+ set +x",
         "All done!",
     ]
-    log = tmp_path / "slurm-1450334.out"
-    log.write_text("\n".join(lines) + "\n")
-    d = diagnose(log)
+    d = _diagnosed(tmp_path, "slurm-1450334.out", lines)
     assert d.verdict != "no-failure-found"
     assert d.initiating is not None and d.initiating.line == 2 and d.initiating.rank == 4
     # the same step resubmitted and training to its end: its first failure was outlived
     resumed = [f"0: iteration {i:6d}/   300 | lm loss: 2.1E+00 |" for i in range(100, 310, 10)]
-    log.write_text(
-        "\n".join([*lines[:-2], "+ srun -l python train.py", *resumed, *lines[-2:]]) + "\n"
-    )
-    assert diagnose(log).verdict == "no-failure-found"
+    again = [*lines[:-2], "+ srun -l python train.py", *resumed, *lines[-2:]]
+    assert _diagnosed(tmp_path, "slurm-1450334.out", again).verdict == "no-failure-found"
 
 
 def test_a_known_warning_after_the_completion_line_is_listed_not_named(kb) -> None:
@@ -2445,7 +2439,6 @@ def test_an_open_world_line_logged_at_warning_level_yields_to_a_later_failure(tm
     """vLLM warns that it could not import its optional C extension and goes
     on; twenty seconds later the engine dies with a TypeError.  The warning
     is no failure beside it, and stays the only clue when nothing else failed."""
-    from denpex_fast import diagnose
 
     warn = (
         "(pid=13210) WARNING 07-31 19:35:15 [_custom_ops.py:20] Failed to import from "
@@ -2463,12 +2456,9 @@ def test_an_open_world_line_logged_at_warning_level_yields_to_a_later_failure(tm
         'ERROR 07-31 19:35:35 [core.py:586]   File "/vllm/model_loader/default_loader.py", line 198, in _get_weights_iterator',
         "ERROR 07-31 19:35:35 [core.py:586] TypeError: _weights_iterator() takes 1 positional argument but 2 were given",
     ]
-    log = tmp_path / "serve.log"
-    log.write_text("\n".join(lines) + "\n")
-    d = diagnose(log)
+    d = _diagnosed(tmp_path, "serve.log", lines)
     assert d.initiating is not None and d.initiating.line > 18
-    log.write_text("\n".join(lines[:18]) + "\n")
-    d = diagnose(log)
+    d = _diagnosed(tmp_path, "serve.log", lines[:18])
     assert d.initiating is not None and d.initiating.line == 2
 
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -932,12 +932,13 @@ def rank_events(
     # 16-bit model file while the run saves its checkpoint and prints its
     # metrics); an unknown error word after the end may be a teardown that hung.
     # The report lists them without calling the job failed
+    went_on = _went_on(events, ends, kb)
     outlived = [
         c.head
         for c in cands
         if c.head is not None
         and (
-            _outlived(c.head, ends, events, kb)
+            went_on(c.head)
             or (
                 completed
                 and c.head.severity == "warning"
@@ -1285,39 +1286,60 @@ def _printed_before(a: Event, b: Event) -> bool:
     )
 
 
-def _outlived(e: Event, ends: Sequence[Event], events: Sequence[Event], kb: Any) -> bool:
-    """Whether the job went on past ``e`` to one of its completion ``ends``.
+def _went_on(events: Sequence[Event], ends: Sequence[Event], kb: Any) -> Callable[[Event], bool]:
+    """A test of whether the job went on past an event to one of its
+    completion ``ends``.
 
-    A completion line printed after ``e`` is not enough when, between them,
-    the launcher or scheduler reported a death (a fatal symptom, a teardown)
-    that no progress line followed: the batch script echoing "All done!"
-    after its failed ``srun`` step went on past nothing.  A step the scheduler
-    cancelled before a resubmission that trained to the end was outlived.
+    A completion line printed after the event is not enough when, between
+    them, the launcher or scheduler reported a death (a fatal symptom, a
+    teardown) that no progress line followed: the batch script echoing "All
+    done!" after its failed ``srun`` step went on past nothing.  A step the
+    scheduler cancelled before a resubmission that trained to the end was
+    outlived.  Per end, only the last death of each file is read (a progress
+    line after it follows every earlier one), so a job of many ranks costs
+    one pass over its deaths and progress lines per end.
     """
-    later = [x for x in ends if _printed_before(e, x)]
-    if not later:
-        return False
     deaths = [
         d
         for d in events
-        if (
-            (d.role == "symptom" and d.severity == "fatal")
-            or "scheduler-teardown" in marks(kb, d.signature)
-        )
-        and _printed_before(e, d)
+        if (d.role == "symptom" and d.severity == "fatal")
+        or "scheduler-teardown" in marks(kb, d.signature)
     ]
-    if not deaths:
-        return True
     steps = [s for s in events if field_number(s.fields, STEP_FIELDS) is not None]
-    for x in later:
-        dead = any(
-            _printed_before(d, x)
-            and not any(_printed_before(d, s) and _printed_before(s, x) for s in steps)
-            for d in deaths
+    # per end: the deaths before it that no progress line followed before it
+    unfollowed: list[tuple[Event, list[Event]]] = []
+    for x in ends:
+        last_death: dict[str, Event] = {}
+        for d in deaths:
+            if _printed_before(d, x) and (
+                d.file not in last_death or d.line > last_death[d.file].line
+            ):
+                last_death[d.file] = d
+        last_step: dict[str, int] = {}
+        latest = -math.inf
+        for st in steps:
+            if _printed_before(st, x):
+                last_step[st.file] = max(last_step.get(st.file, 0), st.line)
+                if st.t is not None:
+                    latest = max(latest, st.t)
+        unfollowed.append(
+            (
+                x,
+                [
+                    d
+                    for d in last_death.values()
+                    if last_step.get(d.file, 0) <= d.line and (d.t is None or latest <= d.t)
+                ],
+            )
         )
-        if not dead:
-            return True
-    return False
+
+    def went_on(e: Event) -> bool:
+        return any(
+            _printed_before(e, x) and not any(_printed_before(e, d) for d in dead)
+            for x, dead in unfollowed
+        )
+
+    return went_on
 
 
 _FULL_BAR = re.compile(r"(?:^|[\s:])100%\|")
