@@ -443,6 +443,13 @@ def test_last_steps_read_the_newest_of_a_ranks_files(tmp_path) -> None:
     assert last_steps(files) == {0: 998}  # no times: every file is read
     # the newer file (an attempt resumed after the older one) has the rank's last step
     assert last_steps(files, latest={files[0]: 10.0, files[1]: 20.0}) == {0: 119}
+    # one rank's number in two directories (a local rank on two nodes) is two logs: both read
+    other = tmp_path / "node1" / "rank0"
+    other.mkdir(parents=True)
+    (other / "new.log").write_text("".join(f"step={s} loss=0.5\n" for s in range(70)))
+    both = [files[1], str(other / "new.log")]
+    assert last_steps(both, latest={both[0]: 20.0, both[1]: 10.0}) == {0: 119}
+    assert last_steps(both[::-1], latest={both[0]: 5.0, both[1]: 10.0}) == {0: 119}
 
 
 def test_last_steps_from_file_tails(tmp_path) -> None:

@@ -297,18 +297,16 @@ def thin_context(table: pa.Table, kb: Any, keep: int = 8, *, by_rank: bool = Fal
 def _rank_runs(names: list[str]) -> Any:
     """A run number per file: one for the files of one rank (by path) in one
     directory, one of its own for every other file."""
-    import os
-
     import numpy as np
 
-    from ..facts.attribution import path_facts
+    from ..facts.attribution import log_parts_key
 
     runs: dict[tuple[str, int], int] = {}
     out = np.arange(len(names), dtype=np.int64)
     for i, name in enumerate(names):
-        rank = path_facts(name).rank
-        if rank is not None:
-            out[i] = runs.setdefault((os.path.dirname(name), rank), i)
+        key = log_parts_key(name)
+        if key is not None:
+            out[i] = runs.setdefault(key, i)
     return out
 
 

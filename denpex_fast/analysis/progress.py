@@ -136,9 +136,9 @@ def last_steps(
 
     ``reader``: the job's :class:`~denpex_fast.io.readback.JobBytes` (default:
     one over ``locations``, where to read a file whose label is not its path).
-    ``latest``: the latest timestamp seen in each file; of several files of
-    one rank (by path: rotated logs, a rank's log cut into parts, one per
-    attempt) that all have one, only the newest with progress lines is read.
+    ``latest``: the latest timestamp seen in each file; of several parts of
+    one rank's log (by path, in one directory: rotated logs, a log cut into
+    parts) that all have one, only the newest with progress lines is read.
     """
     from ..facts.attribution import line_facts, path_facts
 
@@ -180,16 +180,17 @@ def last_steps(
 
 
 def _by_rank_newest_first(files: Iterable[str], latest: Mapping[str, float]) -> list[list[str]]:
-    """``files`` in groups read together: the files of one rank by path, newest
-    first, when each has a latest timestamp; every other file on its own."""
-    from ..facts.attribution import path_facts
+    """``files`` in groups read together: the parts of one rank's log (its
+    files in one directory), newest first, when each has a latest timestamp;
+    every other file on its own (the same local rank on two nodes is two)."""
+    from ..facts.attribution import log_parts_key
 
-    groups: dict[int, list[str]] = {}
+    groups: dict[tuple[str, int], list[str]] = {}
     alone: list[list[str]] = []
     for name in files:
-        rank = path_facts(name).rank
-        if rank is None or name not in latest:
+        key = log_parts_key(name)
+        if key is None or name not in latest:
             alone.append([name])
         else:
-            groups.setdefault(rank, []).append(name)
+            groups.setdefault(key, []).append(name)
     return alone + [sorted(g, key=lambda n: (latest[n], n), reverse=True) for g in groups.values()]

@@ -513,6 +513,15 @@ def _host_word_ok(token: str) -> bool:
     return not _PATH_RANK.search(token)  # "oom-rank2-watchdog" describes, it does not name
 
 
+def log_parts_key(name: str) -> tuple[str, int] | None:
+    """(directory, rank) when ``name`` is one part of a rank's log: a file
+    whose path names its rank, grouped with the others of that rank in the
+    same directory (``rank3/part0001.log``, ``rank3.log`` and ``rank3.log.1``);
+    None for a file whose path names no rank."""
+    rank = path_facts(name).rank
+    return None if rank is None else (os.path.dirname(name), rank)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def path_facts(name: str) -> PathFacts:
     """Rank and host implied by a path (see the module doc for the forms)."""
