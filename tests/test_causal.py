@@ -2503,6 +2503,33 @@ def test_ucx_debug_lines_are_narration() -> None:
     )
 
 
+def test_a_scripts_own_warning_prefix_is_its_warning_level() -> None:
+    from denpex_fast.analysis.levels import warned
+
+    assert warned(
+        "v100x16-1:  > WARNING: could not find index map files, building the indices on rank 0 ..."
+    )
+    assert warned(
+        "WARNING: could not find the metadata file /ckpt/latest_checkpointed_iteration.txt"
+    )
+    assert not warned("ERROR: could not find the dataset at /data/train")
+    assert not warned("RuntimeError: WARNINGS:3 emitted")
+
+
+def test_deepspeeds_libaio_warning_is_no_failure_of_a_job_without_nvme_offload(tmp_path) -> None:
+    """Every DeepSpeed start-up reports the ops it cannot build; async_io
+    without libaio matters only to a job that offloads to NVMe (the op then
+    fails to load).  A job that fails on its data later failed on its data."""
+    aio = "v100x16-1:  [WARNING]  async_io requires the dev libaio .so object and headers but these were not found."
+    missing = (
+        "v100x16-2: [rank8]: FileNotFoundError: [Errno 2] No such file or directory: "
+        "'/data/index-cache/d1158a21c6d1be91201644dbce18ab32_doc_idx.npy'"
+    )
+    pad = [f"v100x16-1: > building dataset part {i}" for i in range(30)]
+    d = _diagnosed(tmp_path, "driver.log", [aio, *pad, missing])
+    assert d.initiating is not None and (d.initiating.line, d.initiating.rank) == (32, 8)
+
+
 def test_the_last_render_of_a_full_progress_bar_does_not_undo_the_completion(tmp_path) -> None:
     """Lightning prints "`Trainer.fit` stopped" and then redraws its bar at
     100%: the job finished.  A bar below 100% after it is progress."""

@@ -28,12 +28,14 @@ LEVEL_WITHIN = 120  # a level word further in is quoted text, not the line's own
 
 
 # WARNING, in the same loggers' forms: glog ``W1016 ...]``, ``WARNING:name:``,
-# ``- WARNING -``, ``[WARN]``, vLLM's ``WARNING 10-16 12:00:00``.
+# ``- WARNING -``, ``[WARN]``, vLLM's ``WARNING 10-16 12:00:00``, a script's ``WARNING: ``.
 _WARNED = re.compile(
     r"(?:^|[\s\])|])(?:"
     r"W\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.-]+:\d+\]"
     r"|(?:WARNING|WARN)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d)"
     r"|\[(?:WARNING|WARN)[\]|]"
+    # a script's own "WARNING: ..." (Megatron's "> WARNING: could not find index map files")
+    r"|WARNING: "
     r")"
 )
 
