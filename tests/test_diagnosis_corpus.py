@@ -89,11 +89,6 @@ KNOWN_FALSE_ALARMS = {
     "1034-verl-torchrun-fsdp-sft-gemma2-2b-2gpu-gsm8k-aio-probe-werror-healthy": "verl's SFT "
     "run ends with its last validation loss (step 58 of 58) and wandb's closing lines, with no "
     "completion line: reported stopped",
-    "1035-verl-ray-ppo-vllm-qwen2.5-0.5b-libgomp-omp-metric-agent-typeerror-healthy": "Ray's "
-    "traceback that it could not register an actor to its metric agent (a TypeError the run "
-    "goes past for 435 steps) is named; the run ends with its final validation metrics",
-    "1036-verl-ray-ppo-vllm-qwen2.5-0.5b-435-steps-final-validation-healthy": "the PPO run "
-    "ends with `Final validation metrics`, which no entry reads as the end: reported stopped",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",
