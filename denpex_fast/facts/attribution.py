@@ -629,7 +629,16 @@ def _read_head(src: _Source, nbytes: int) -> bytes:
 
 
 def _split_lines(chunks: list[tuple[int, bytes, bool]]) -> tuple[np.ndarray, pa.Array]:
-    """Lines that start inside each chunk, as (file offsets, texts of their first bytes).
+    """Lines that start inside each chunk, as (file offsets, texts of their first bytes)."""
+    offsets, texts, _ = _split_chunk_lines(chunks)
+    return offsets, texts
+
+
+def _split_chunk_lines(
+    chunks: list[tuple[int, bytes, bool]],
+) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Lines that start inside each chunk, as (file offsets, texts of their
+    first bytes, the chunk of each line), in chunk order.
 
     A chunk is ``(file offset of data[0], data, data starts a line)``; a line
     begins after each newline (and at ``data[0]`` when it starts a line);
@@ -640,7 +649,7 @@ def _split_lines(chunks: list[tuple[int, bytes, bool]]) -> tuple[np.ndarray, pa.
     """
     sizes = np.array([len(c[1]) for c in chunks], np.int64)
     if not chunks or sizes.sum() == 0:
-        return np.zeros(0, np.int64), pa.array([], pa.string())
+        return np.zeros(0, np.int64), pa.array([], pa.string()), np.zeros(0, np.int64)
     blob = np.frombuffer(b"".join(c[1] for c in chunks), np.uint8).copy()
     blob[blob >= 0x80] = ord("?")
     cend = np.cumsum(sizes)
@@ -659,7 +668,7 @@ def _split_lines(chunks: list[tuple[int, bytes, bool]]) -> tuple[np.ndarray, pa.
     ends = np.minimum(ends, starts + LINE_HEAD)
     offsets = base[chunk] + (starts - cstart[chunk])
     if len(starts) == 0:
-        return offsets, pa.array([], pa.string())
+        return offsets, pa.array([], pa.string()), chunk
     inter = np.empty(2 * len(starts) + 1, np.int64)
     inter[0:-1:2] = starts
     inter[1::2] = ends
@@ -668,7 +677,7 @@ def _split_lines(chunks: list[tuple[int, bytes, bool]]) -> tuple[np.ndarray, pa.
         2 * len(starts), pa.py_buffer(inter), pa.py_buffer(blob)
     )
     texts = spread.take(pa.array(np.arange(0, 2 * len(starts), 2))).cast(pa.string())
-    return offsets, texts
+    return offsets, texts, chunk
 
 
 # ----------------------------------------------------------------------------
@@ -1042,19 +1051,23 @@ def _times_of_chunks(
     :data:`FLUSH_BYTES` at a time."""
     out: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []) for _ in groups]
     file_of_group = np.array([f for f, _ in groups], np.int64)
-    batch: list[tuple[int, np.ndarray, pa.Array]] = []  # (group, offsets, texts)
+    # the chunks of many groups are split into lines together (a job of
+    # many small files pays numpy's per-call cost once per batch, not per file)
+    batch: list[tuple[int, bytes, bool]] = []
+    batch_group: list[int] = []
     pending_bytes = 0
 
     def flush() -> None:
-        nonlocal batch, pending_bytes
+        nonlocal batch, batch_group, pending_bytes
         if not batch:
             return
-        texts = pa.concat_arrays([t for _, _, t in batch])
-        offs = np.concatenate([o for _, o, _ in batch])
+        offs, texts, which = _split_chunk_lines(batch)
         # the group of each line, non-decreasing: groups join the batch in order
-        owner = np.concatenate([np.full(len(o), g, np.int64) for g, o, _ in batch])
+        owner = np.asarray(batch_group, np.int64)[which]
         files = file_of_group[owner]
-        batch, pending_bytes = [], 0
+        batch, batch_group, pending_bytes = [], [], 0
+        if len(offs) == 0:
+            return
         parsed = tp.parse_times(texts)
         keep = np.flatnonzero(parsed.kind != tp.NONE)
         if len(keep) == 0:
@@ -1074,9 +1087,8 @@ def _times_of_chunks(
     for g, (_, chunks) in enumerate(groups):
         if not chunks:
             continue
-        offs, texts = _split_lines(chunks)
-        if len(offs):
-            batch.append((g, offs, texts))
+        batch += chunks
+        batch_group += [g] * len(chunks)
         pending_bytes += sum(len(c[1]) for c in chunks)
         if pending_bytes >= FLUSH_BYTES:
             flush()
