@@ -89,6 +89,12 @@ KNOWN_FALSE_ALARMS = {
     "1034-verl-torchrun-fsdp-sft-gemma2-2b-2gpu-gsm8k-aio-probe-werror-healthy": "verl's SFT "
     "run ends with its last validation loss (step 58 of 58) and wandb's closing lines, with no "
     "completion line: reported stopped",
+    "1044-verl-ray-ppo-megatron-tp4-deepseek-7b-4gpu-pynvml-opencv-warn-final-validation-healthy": "verl's "
+    "`Final validation metrics` line is followed by the last step's metrics line, so it is "
+    "not read as the end (a completion line followed by progress was printed mid-run): stopped",
+    "1048-perlmutter-slurm-podman-pynamic-16384-rank-mpi-passed-teardown-step-cancelled-killed-healthy": "both "
+    "runs pass; Slurm then cancels the background container step (one `sleep infinity` per "
+    "node) when the batch script ends, and its CANCELLED banner is named",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",
