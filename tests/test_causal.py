@@ -2363,6 +2363,25 @@ def test_a_synthetic_benchmark_that_printed_its_total_finished(tmp_path) -> None
     assert diagnose(log).verdict != "no-failure-found"
 
 
+def test_an_exception_whose_message_ends_in_a_colon_is_named_by_its_detail(tmp_path) -> None:
+    """DALI's pipeline error says what failed on the lines after it: the
+    operator's own assertion is the message."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/opt/train.py", line 61, in __init__',
+        "    self._dali_iterator = dali_pytorch.DALIGenericIterator(",
+        '  File "/usr/lib/python3.8/site-packages/nvidia/dali/pipeline.py", line 827, in build',
+        "    self._pipe.Build(self._generate_build_args())",
+        "RuntimeError: Critical error when building pipeline:",
+        "Error when constructing operator: readers___TFRecord encountered:",
+        '[/opt/dali/dali/operators/reader/loader/indexed_file_loader.h:105] Assert on "fin.good()" '
+        "failed: Failed to open file /dev/shm/train/univ_052.tfrecord.idx",
+        "Stacktrace (76 entries):",
+    ]
+    d = _diagnosed(tmp_path, "output.log", lines)
+    assert d.initiating is not None and d.initiating.line == 8
+
+
 def test_a_batch_scripts_all_done_after_its_failed_step_is_no_completion(tmp_path) -> None:
     """srun reports the tasks' segfaults and cancels the step, then the batch
     script echoes "All done!": the job went on past nothing.  A resubmitted

@@ -151,6 +151,20 @@ def _head(members: Sequence[Any], kb: Any) -> Any:
         ]
         if before:
             best = min(before, key=lambda e: e.line)
+    if best.text.rstrip().endswith(":") and tiers[id(best)] == TIER_OPEN:
+        # an exception whose message ends in ":" says what failed on the lines
+        # after it ("RuntimeError: Critical error when building pipeline:",
+        # then the operator's own assertion): the next lines of the same tier
+        # that another entry reads (not the same logger prefix again) are the message
+        detail = [
+            m
+            for m in members
+            if 0 < m.line - best.line <= DETAIL_LINES
+            and tiers[id(m)] == TIER_OPEN
+            and m.signature != best.signature
+        ]
+        if detail:
+            best = max(detail, key=lambda e: e.line)
     seen = {id(best)}
     while True:
         deeper = [
@@ -164,6 +178,10 @@ def _head(members: Sequence[Any], kb: Any) -> Any:
             return best
         best = min(deeper, key=lambda e: e.line)
         seen.add(id(best))
+
+
+#: lines after an exception that ends in ":" its detail may sit
+DETAIL_LINES = 3
 
 
 def teardown(kb: Any, sig_id: str) -> bool:
