@@ -937,11 +937,7 @@ def rank_events(
         if c.head is not None
         and (
             went_on(c.head)
-            or (
-                completed
-                and c.head.severity == "warning"
-                and "catch-all" not in marks(kb, c.head.signature)
-            )
+            or (completed and c.head.severity == "warning" and not _catch_all_head(c, kb))
         )
     ]
     gone = {id(h) for h in outlived}
@@ -1255,11 +1251,7 @@ def _yield_warned(cands: list[Incident], kb: Any) -> list[Incident]:
     one it went on past: it is the failure only when the job printed no
     other.  Specific entries keep their place (NCCL's WARN lines are its
     errors)."""
-    warned_at = {
-        id(c)
-        for c in cands
-        if c.head is not None and "catch-all" in marks(kb, c.head.signature) and warned(c.head.text)
-    }
+    warned_at = {id(c) for c in cands if _catch_all_head(c, kb) and warned(c.head.text)}
     others = (c for c in cands if id(c) not in warned_at)
     if warned_at and any(c.head is not None and not c.extra.get("virtual") for c in others):
         return [c for c in cands if id(c) not in warned_at]
@@ -1579,17 +1571,19 @@ def _demote_caused(cands: list[Incident], events: Sequence[Event], kb: Any) -> N
     no rank known on either side): the shell's ``Aborted (core dumped)``
     after ``terminate called after throwing ... DistBackendError`` is that
     exception's end, not a crash of its own."""
+    by_sig: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        by_sig[e.signature].append(e)
     for c in cands:
         if c.tier != TIER_OWN_SYMPTOM:
             continue
-        causes = set(caused_by(kb, c.head.signature))
         own = {id(m) for m in c.members}
         if any(
-            e.signature in causes
-            and id(e) not in own
+            id(e) not in own
             and _printed_before(e, c.head)
             and (e.rank is None or c.rank is None or e.rank == c.rank)
-            for e in events
+            for s in caused_by(kb, c.head.signature)
+            for e in by_sig.get(s, ())
         ):
             c.tier = TIER_COLLATERAL
 

@@ -484,19 +484,14 @@ def _progress(table: pa.Table, reader: Any, tail_files: set[str] | None = None) 
     timed = table.select(["file", "ts"]).filter(table.column("ts").is_valid())
     # the file column's chunks may carry different dictionaries (an index's job)
     timed = pa.table({"file": timed.column("file").cast(pa.string()), "ts": timed.column("ts")})
-    latest = timed.group_by("file").aggregate([("ts", "max")]) if timed.num_rows else None
-    return last_steps(
-        names,
-        reader=reader,
-        latest=dict(
-            zip(
-                latest.column("file").to_pylist(),
-                latest.column("ts_max").cast(pa.int64()).to_pylist(),
-            )
+    per_file = timed.group_by("file").aggregate([("ts", "max")])
+    latest = dict(
+        zip(
+            per_file.column("file").to_pylist(),
+            per_file.column("ts_max").cast(pa.int64()).to_pylist(),
         )
-        if latest is not None
-        else None,
     )
+    return last_steps(names, reader=reader, latest=latest)
 
 
 def _with_progress(fates: pa.Table, progress: dict[int, int]) -> pa.Table:

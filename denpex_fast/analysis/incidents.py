@@ -317,25 +317,28 @@ def _same_writer(a: str, b: str) -> bool:
     return bool(_PREFIXES.match(a or "")) == bool(_PREFIXES.match(b or ""))
 
 
-_NCCL_PID = re.compile(r"^\S*?([\w.-]+):(\d+):\d+ \[\d+\]")
+# NCCL's "host:pid:tid [dev]" prefix
+_NCCL_PREFIX = re.compile(r"^\S*?([\w.-]+):(\d+):(\d+) \[\d+\]")
+
+
+def _same_nccl_prefix(a: str, b: str, parts: int) -> bool:
+    """Whether two lines' NCCL prefixes, when both carry one, agree on their
+    first ``parts`` fields (host, pid, tid)."""
+    ma, mb = _NCCL_PREFIX.match(a or ""), _NCCL_PREFIX.match(b or "")
+    return not (ma and mb) or ma.groups()[:parts] == mb.groups()[:parts]
 
 
 def _same_process(a: str, b: str) -> bool:
     """Whether two lines can come from one process: NCCL's ``host:pid:tid``
     prefixes, when both lines carry one, name the same host and pid."""
-    ma, mb = _NCCL_PID.match(a or ""), _NCCL_PID.match(b or "")
-    return not (ma and mb) or ma.groups() == mb.groups()
-
-
-_NCCL_THREAD = re.compile(r"^\S*?([\w.-]+:\d+:\d+) \[\d+\]")
+    return _same_nccl_prefix(a, b, 2)
 
 
 def _same_thread(a: str, b: str) -> bool:
     """Whether two lines can be one NCCL record: their ``host:pid:tid``
     prefixes, when both carry one, are the same (a process's main thread
     probing for a library and its proxy thread failing later are two)."""
-    ma, mb = _NCCL_THREAD.match(a or ""), _NCCL_THREAD.match(b or "")
-    return not (ma and mb) or ma[1] == mb[1]
+    return _same_nccl_prefix(a, b, 3)
 
 
 def _rank_of(group: Sequence[Any]) -> int | None:

@@ -596,7 +596,7 @@ class _Source:
                     data = b""
             if data and len(data) == HEAD_WINDOW:
                 data = data[: data.rfind(b"\n") + 1]  # only whole lines
-            self._head = _split_lines([(0, data, True)])
+            self._head = _split_lines([(0, data, True)])[:2]
         return self._head
 
 
@@ -628,13 +628,7 @@ def _read_head(src: _Source, nbytes: int) -> bytes:
     return src.reader.read(src.name, 0, nbytes) or b""
 
 
-def _split_lines(chunks: list[tuple[int, bytes, bool]]) -> tuple[np.ndarray, pa.Array]:
-    """Lines that start inside each chunk, as (file offsets, texts of their first bytes)."""
-    offsets, texts, _ = _split_chunk_lines(chunks)
-    return offsets, texts
-
-
-def _split_chunk_lines(
+def _split_lines(
     chunks: list[tuple[int, bytes, bool]],
 ) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """Lines that start inside each chunk, as (file offsets, texts of their
@@ -1061,7 +1055,7 @@ def _times_of_chunks(
         nonlocal batch, batch_group, pending_bytes
         if not batch:
             return
-        offs, texts, which = _split_chunk_lines(batch)
+        offs, texts, which = _split_lines(batch)
         # the group of each line, non-decreasing: groups join the batch in order
         owner = np.asarray(batch_group, np.int64)[which]
         files = file_of_group[owner]
