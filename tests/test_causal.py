@@ -515,6 +515,25 @@ def test_nccl_device_index_is_the_rank_only_when_nothing_names_one(kb) -> None:
     assert warn_ev.rank is None
 
 
+def test_device_an_error_names_is_its_rank_on_one_node(kb) -> None:
+    mismatch = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:9 and cpu!"
+    step = "[Rank 0] step=40, skipped=0, lr=[1e-05]"
+    rows = [
+        {"signature": "any-progress-step", "text": step, "rank": 0, "line": 1, "host": "n0"},
+        {"signature": "torch-device-mismatch", "text": mismatch, "line": 9, "host": "n0"},
+    ]
+    r = rank_events(table(rows), kb)
+    assert r.initiating is not None and r.initiating.rank == 9
+    assert any("device the error names" in x for x in r.reasons)
+    # cuda:0 in a job whose lines name ranks: every process may see its GPU as cuda:0
+    rows[1]["text"] = mismatch.replace("cuda:9", "cuda:0")
+    assert rank_events(table(rows), kb).initiating.rank is None
+    # on two nodes the device is a local rank only
+    rows[1]["text"] = mismatch
+    rows[0]["host"] = "n1"
+    assert rank_events(table(rows), kb).initiating.rank is None
+
+
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:
     rows = [
         {

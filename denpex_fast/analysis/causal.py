@@ -872,6 +872,7 @@ def rank_events(
         unmatched = _unmatched_tracebacks(live, table, reader, kb)
         _ranks_from_file(unmatched, live, table, reader)
         cands += unmatched
+    device_note = _ranks_from_devices(cands, live, known_ranks, world) or device_note
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
     virtual = _virtual_suspects(live, specific, known_ranks, progress, stall, bound, kb=kb)
@@ -1036,7 +1037,9 @@ def rank_events(
     ]
     if first is not None:
         reasons += _attempt_note(first, events)
-        if device_note and first.rank is not None and _NCCL_DEVICE.search(first.text):
+        if device_note and first.rank is not None and (
+            _NCCL_DEVICE.search(first.text) or _MESSAGE_DEVICE.search(first.text)
+        ):
             reasons.append(device_note)
     if tie:
         reasons.append(
@@ -1824,6 +1827,43 @@ def _device_ranks(events: Sequence[Event]) -> str | None:
             "rank taken from the NCCL device index (nothing else in the logs names a rank; "
             "one process per GPU on one node assumed)"
         )
+        if hit
+        else None
+    )
+
+
+_MESSAGE_DEVICE = re.compile(r"\b(?:cuda|npu|xpu|hpu):(\d{1,3})\b")
+
+
+def _ranks_from_devices(
+    cands: Sequence[Incident], live: Sequence[Event], known_ranks: set[int], world: int
+) -> str | None:
+    """The rank of an unranked error that names one accelerator device.
+
+    ``can't convert cuda:2 device type tensor``, ``found at least two
+    devices, cuda:9 and cpu``, ``actual=tensor(..., device='cuda:1')``: the
+    device a process computes on is its local rank when each process drives
+    one GPU of its node.  Only on one node (a local rank is the global one
+    there); and ``cuda:0`` only when nothing else in the job names a rank,
+    since a job that gives every process one visible device prints
+    ``cuda:0`` on all of them; never past the world size the job states.
+    """
+    if len({e.host for e in live if e.host}) > 1:
+        return None
+    hit = False
+    for c in cands[:64]:
+        if c.rank is not None or c.head is None:
+            continue
+        devices = {int(d) for d in _MESSAGE_DEVICE.findall(c.head.text)}
+        if len(devices) != 1:
+            continue
+        d = devices.pop()
+        if (d == 0 and known_ranks) or 0 < world <= d:
+            continue
+        c.rank = d
+        hit = True
+    return (
+        "rank taken from the device the error names (one process per GPU on one node assumed)"
         if hit
         else None
     )
