@@ -534,6 +534,21 @@ def test_device_an_error_names_is_its_rank_on_one_node(kb) -> None:
     assert rank_events(table(rows), kb).initiating.rank is None
 
 
+def test_an_error_reprinted_under_a_rank_takes_that_rank(kb) -> None:
+    oom = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 224.00 MiB. GPU"
+    full = oom + "  has a total capacity of 44.34 GiB of which 160.81 MiB is free."
+    rows = [
+        {"signature": "cuda-oom", "text": oom, "line": 193},
+        {"signature": "cuda-oom", "text": "[rank1]: " + full, "rank": 1, "line": 290},
+    ]
+    r = rank_events(table(rows), kb)
+    assert r.initiating is not None and r.initiating.line == 193 and r.initiating.rank == 1
+    # copies under two ranks do not say which one printed the first
+    rows.append({"signature": "cuda-oom", "text": "[rank0]: " + full, "rank": 0, "line": 300})
+    r = rank_events(table(rows), kb)
+    assert r.initiating is not None and r.initiating.line == 193 and r.initiating.rank is None
+
+
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:
     rows = [
         {

@@ -872,6 +872,7 @@ def rank_events(
         unmatched = _unmatched_tracebacks(live, table, reader, kb)
         _ranks_from_file(unmatched, live, table, reader)
         cands += unmatched
+    _ranks_from_copies(cands, live)
     device_note = _ranks_from_devices(cands, live, known_ranks, world) or device_note
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
@@ -1830,6 +1831,35 @@ def _device_ranks(events: Sequence[Event]) -> str | None:
         if hit
         else None
     )
+
+
+#: the shortest message whose reprint elsewhere tells which rank printed it
+COPY_CHARS = 40
+
+
+def _ranks_from_copies(cands: Sequence[Incident], live: Sequence[Event]) -> None:
+    """The rank of an unranked error that the job prints again under a rank.
+
+    Launchers replay a worker's output: TGI's shard manager dumps a failed
+    shard's stderr under ``[rank1]:`` after the worker's own unprefixed
+    print, a collector reprints a traceback with its stream tag.  When every
+    ranked copy of the same message (the same entry, the same text after the
+    prefixes, or a copy cut short) names one rank, that is the rank.
+    """
+    ranked: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for e in live:
+        if e.rank is not None:
+            ranked[e.signature].append((_body(e.text).strip(), e.rank))
+    for c in cands[:64]:
+        h = c.head
+        if c.rank is not None or h is None or not ranked.get(h.signature):
+            continue
+        body = _body(h.text).strip()
+        if len(body) < COPY_CHARS:
+            continue
+        ranks = {r for b, r in ranked[h.signature] if b.startswith(body) or body.startswith(b)}
+        if len(ranks) == 1:
+            c.rank = ranks.pop()
 
 
 _MESSAGE_DEVICE = re.compile(r"\b(?:cuda|npu|xpu|hpu):(\d{1,3})\b")
