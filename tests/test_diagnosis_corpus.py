@@ -95,10 +95,6 @@ KNOWN_FALSE_ALARMS = {
     "1048-perlmutter-slurm-podman-pynamic-16384-rank-mpi-passed-teardown-step-cancelled-killed-healthy": "both "
     "runs pass; Slurm then cancels the background container step (one `sleep infinity` per "
     "node) when the batch script ends, and its CANCELLED banner is named",
-    "1068-torchrun-swift-sft-fsdp2-cpu-offload-ulysses-sp2-8gpu-gemma4-40steps-template-encode-typeerror-resampled-healthy": "ms-swift "
-    "logs three dataset tracebacks (TypeError) and resamples; the run ends with the progress "
-    "bar `Train: 100%` and the Trainer's final `{'train_runtime': ...}` dict, which no entry "
-    "reads as the end: the first TypeError is named",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",
