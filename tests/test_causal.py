@@ -549,6 +549,21 @@ def test_an_error_reprinted_under_a_rank_takes_that_rank(kb) -> None:
     assert r.initiating is not None and r.initiating.line == 193 and r.initiating.rank is None
 
 
+def test_bare_traceback_above_torchelastic_root_cause_takes_its_rank(kb) -> None:
+    rows = [
+        {"signature": "os-python-uncaught-exception", "text": "ValueError: FSDP2 with SHARDED_STATE_DICT is not compatible with save_only_model=True.", "line": 35},
+        {"signature": "torch-elastic-root-cause-block", "text": "Root Cause (first observed failure):", "line": 144},
+        {"signature": "any-process-record", "text": "  rank      : 3 (local_rank: 3)", "rank": 3, "line": 148},
+        {"signature": "torch-elastic-failure-exitcode", "text": "  exitcode  : 1 (pid: 159272)", "line": 149},
+    ]
+    r = rank_events(table(rows), kb)
+    assert r.initiating is not None and r.initiating.line == 35 and r.initiating.rank == 3
+    # a root cause killed by a signal printed nothing: the traceback is someone else's
+    rows[3]["text"] = "  exitcode  : -9 (pid: 159272)"
+    r = rank_events(table(rows), kb)
+    assert r.initiating is not None and r.initiating.line == 35 and r.initiating.rank is None
+
+
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:
     rows = [
         {

@@ -873,6 +873,7 @@ def rank_events(
         _ranks_from_file(unmatched, live, table, reader)
         cands += unmatched
     _ranks_from_copies(cands, live)
+    _ranks_from_root_cause(cands, live)
     device_note = _ranks_from_devices(cands, live, known_ranks, world) or device_note
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
@@ -1860,6 +1861,54 @@ def _ranks_from_copies(cands: Sequence[Incident], live: Sequence[Event]) -> None
         ranks = {r for b, r in ranked[h.signature] if b.startswith(body) or body.startswith(b)}
         if len(ranks) == 1:
             c.rank = ranks.pop()
+
+
+#: lines from torchelastic's "Root Cause" header to the entry's rank and exit code
+ROOT_CAUSE_LINES = 8
+ROOT_CAUSE = "torch-elastic-root-cause-block"
+_ELASTIC_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
+
+
+def _ranks_from_root_cause(cands: Sequence[Incident], live: Sequence[Event]) -> None:
+    """The rank of an unranked error printed above torchelastic's summary.
+
+    Without ``--tee``/``--log-dir`` prefixes, the workers' tracebacks reach
+    the agent's console bare, and the ``ChildFailedError`` summary that
+    follows names the ``Root Cause (first observed failure)``: the rank whose
+    exit the agent saw first.  When that rank exited with an error code (not
+    a signal: a killed worker prints nothing of its own), the first unranked
+    error above the summary in the same file is its output.
+    """
+    marks_at: dict[str, list[Event]] = defaultdict(list)
+    for e in live:
+        if e.signature in (ROOT_CAUSE, "any-process-record", "torch-elastic-failure-exitcode"):
+            marks_at[e.file].append(e)
+    roots: dict[str, list[tuple[int, int]]] = {}
+    for file, evs in marks_at.items():
+        evs.sort(key=lambda e: e.line)
+        for i, e in enumerate(evs):
+            if e.signature != ROOT_CAUSE:
+                continue
+            near = [x for x in evs[i + 1 :] if x.line <= e.line + ROOT_CAUSE_LINES]
+            rank = next((x.rank for x in near if x.signature == "any-process-record"), None)
+            code = next(
+                (int(m.group(1)) for x in near if (m := _ELASTIC_EXIT.match(_body(x.text)))), None
+            )
+            if rank is not None and code is not None and code > 0:
+                roots.setdefault(file, []).append((e.line, rank))
+    if not roots:
+        return
+    taken: set[tuple[str, int]] = set()
+    for c in sorted(cands[:64], key=lambda c: (c.head.file, c.head.line) if c.head else ("", 0)):
+        h = c.head
+        if c.rank is not None or h is None or h.file not in roots:
+            continue
+        if h.severity not in ("error", "fatal"):
+            continue
+        below = [(line, r) for line, r in roots[h.file] if line > h.line]
+        if below and (h.file, below[0][0]) not in taken:
+            taken.add((h.file, below[0][0]))
+            c.rank = below[0][1]
 
 
 _MESSAGE_DEVICE = re.compile(r"\b(?:cuda|npu|xpu|hpu):(\d{1,3})\b")
