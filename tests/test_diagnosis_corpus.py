@@ -95,6 +95,12 @@ KNOWN_FALSE_ALARMS = {
     "1048-perlmutter-slurm-podman-pynamic-16384-rank-mpi-passed-teardown-step-cancelled-killed-healthy": "both "
     "runs pass; Slurm then cancels the background container step (one `sleep infinity` per "
     "node) when the batch script ends, and its CANCELLED banner is named",
+    "1079-modded-nanogpt-torchrun-8xh100-gpt2-medium-record7-final-val-loss-peak-memory-healthy": "the "
+    "run ends with its last scheduled step's validation (`step:N/N val_loss:...`) and the peak "
+    "memory line, with no completion line: reported stopped",
+    "1080-modded-nanogpt-torchrun-8xh100-fp8-downproj-final-val-loss-peak-memory-healthy": "the "
+    "run ends with its last scheduled step's validation (`step:N/N val_loss:...`) and the peak "
+    "memory line, with no completion line: reported stopped",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",
