@@ -564,6 +564,20 @@ def test_bare_traceback_above_torchelastic_root_cause_takes_its_rank(kb) -> None
     assert r.initiating is not None and r.initiating.line == 35 and r.initiating.rank is None
 
 
+def test_an_unknown_error_the_job_trained_past_is_not_its_failure(kb) -> None:
+    cat = {"signature": "any-file-error-text", "text": "cat: nemo: No such file or directory", "line": 1, "ts": 0.0, "file": "job.err"}
+    steps = [
+        {"signature": "any-progress-step", "text": f" [2026-04-15 11:31:48] iteration {n}/ 500 |", "line": 10 + n, "ts": 60.0 + n, "rank": 0, "file": "job.out"}
+        for n in range(1, 5)
+    ]
+    limit = {"signature": "slurm-time-limit", "text": "slurmstepd: error: *** JOB 1861140 ON nid007420 CANCELLED AT 2026-04-15T11:31:51 DUE TO TIME LIMIT ***", "line": 155, "ts": 900.0, "file": "job.err"}
+    r = rank_events(table([cat, *steps, limit]), kb)
+    assert r.initiating is not None and r.initiating.signature == "slurm-time-limit"
+    # with nothing after the progress, the unknown line is the only lead and stays
+    r = rank_events(table([cat, *steps]), kb)
+    assert r.initiating is not None and r.initiating.signature == "any-file-error-text"
+
+
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:
     rows = [
         {

@@ -861,6 +861,7 @@ def rank_events(
     _promote_reports(cands)
     _demote_terminated(cands)
     _demote_caused(cands, live, kb)
+    cands = _drop_outlived(cands, live)
     cands = _join_banners(cands, kb)
     cands += _duplicate_claims(live, kb)
     cands += _divergent_records(live, kb)
@@ -1591,6 +1592,52 @@ def _demote_caused(cands: list[Incident], events: Sequence[Event], kb: Any) -> N
             for e in by_sig.get(s, ())
         ):
             c.tier = TIER_COLLATERAL
+
+
+#: distinct training steps printed after an open-world line that show the job went on
+OUTLIVED_STEPS = 3
+
+
+def _drop_outlived(cands: list[Incident], events: Sequence[Event]) -> list[Incident]:
+    """An error-like line no entry knows, after which the job trained on, is
+    not why it failed later.
+
+    ``cat: nemo: No such file or directory`` from the batch script's first
+    line, then 344 iterations, then Slurm's time limit: the job outlived the
+    line.  It is dropped when at least ``OUTLIVED_STEPS`` distinct steps (of
+    its rank, when it has one) were printed after it and another candidate
+    came after those steps; a job whose only lead it is keeps it.
+    """
+    steps = [
+        (e.t, e.rank, int(n))
+        for e in events
+        if e.t is not None and (n := field_number(e.fields, STEP_FIELDS)) is not None
+    ]
+    if not steps:
+        return cands
+
+    def went_on(c: Incident) -> float | None:
+        """When the job's third later step was printed, if it was."""
+        later = sorted(
+            (t, n)
+            for t, r, n in steps
+            if t > c.t and (c.rank is None or r is None or r == c.rank)  # type: ignore[operator]
+        )
+        seen: set[int] = set()
+        for t, n in later:
+            seen.add(n)
+            if len(seen) >= OUTLIVED_STEPS:
+                return t
+        return None
+
+    drop: set[int] = set()
+    for k, c in enumerate(cands):
+        if c.tier != TIER_OPEN or c.t is None:
+            continue
+        at = went_on(c)
+        if at is not None and any(o.t is not None and o.t > at for o in cands if o is not c):
+            drop.add(k)
+    return [c for k, c in enumerate(cands) if k not in drop] if drop else cands
 
 
 def _join_banners(cands: list[Incident], kb: Any) -> list[Incident]:
