@@ -551,10 +551,27 @@ def test_an_error_reprinted_under_a_rank_takes_that_rank(kb) -> None:
 
 def test_bare_traceback_above_torchelastic_root_cause_takes_its_rank(kb) -> None:
     rows = [
-        {"signature": "os-python-uncaught-exception", "text": "ValueError: FSDP2 with SHARDED_STATE_DICT is not compatible with save_only_model=True.", "line": 35},
-        {"signature": "torch-elastic-root-cause-block", "text": "Root Cause (first observed failure):", "line": 144},
-        {"signature": "any-process-record", "text": "  rank      : 3 (local_rank: 3)", "rank": 3, "line": 148},
-        {"signature": "torch-elastic-failure-exitcode", "text": "  exitcode  : 1 (pid: 159272)", "line": 149},
+        {
+            "signature": "os-python-uncaught-exception",
+            "text": "ValueError: FSDP2 with SHARDED_STATE_DICT is not compatible with save_only_model=True.",
+            "line": 35,
+        },
+        {
+            "signature": "torch-elastic-root-cause-block",
+            "text": "Root Cause (first observed failure):",
+            "line": 144,
+        },
+        {
+            "signature": "any-process-record",
+            "text": "  rank      : 3 (local_rank: 3)",
+            "rank": 3,
+            "line": 148,
+        },
+        {
+            "signature": "torch-elastic-failure-exitcode",
+            "text": "  exitcode  : 1 (pid: 159272)",
+            "line": 149,
+        },
     ]
     r = rank_events(table(rows), kb)
     assert r.initiating is not None and r.initiating.line == 35 and r.initiating.rank == 3
@@ -565,17 +582,71 @@ def test_bare_traceback_above_torchelastic_root_cause_takes_its_rank(kb) -> None
 
 
 def test_an_unknown_error_the_job_trained_past_is_not_its_failure(kb) -> None:
-    cat = {"signature": "any-file-error-text", "text": "cat: nemo: No such file or directory", "line": 1, "ts": 0.0, "file": "job.err"}
+    cat = {
+        "signature": "any-file-error-text",
+        "text": "cat: nemo: No such file or directory",
+        "line": 1,
+        "ts": 0.0,
+        "file": "job.err",
+    }
     steps = [
-        {"signature": "any-progress-step", "text": f" [2026-04-15 11:31:48] iteration {n}/ 500 |", "line": 10 + n, "ts": 60.0 + n, "rank": 0, "file": "job.out"}
+        {
+            "signature": "any-progress-step",
+            "text": f" [2026-04-15 11:31:48] iteration {n}/ 500 |",
+            "line": 10 + n,
+            "ts": 60.0 + n,
+            "rank": 0,
+            "file": "job.out",
+        }
         for n in range(1, 5)
     ]
-    limit = {"signature": "slurm-time-limit", "text": "slurmstepd: error: *** JOB 1861140 ON nid007420 CANCELLED AT 2026-04-15T11:31:51 DUE TO TIME LIMIT ***", "line": 155, "ts": 900.0, "file": "job.err"}
+    limit = {
+        "signature": "slurm-time-limit",
+        "text": "slurmstepd: error: *** JOB 1861140 ON nid007420 CANCELLED AT 2026-04-15T11:31:51 DUE TO TIME LIMIT ***",
+        "line": 155,
+        "ts": 900.0,
+        "file": "job.err",
+    }
     r = rank_events(table([cat, *steps, limit]), kb)
     assert r.initiating is not None and r.initiating.signature == "slurm-time-limit"
     # with nothing after the progress, the unknown line is the only lead and stays
     r = rank_events(table([cat, *steps]), kb)
     assert r.initiating is not None and r.initiating.signature == "any-file-error-text"
+
+
+def test_a_job_with_no_error_that_ended_itself_is_not_stopped(kb) -> None:
+    steps = [
+        {
+            "signature": "any-progress-step",
+            "text": f"step:{n}/6450 train_time:{n}ms step_avg:234.9ms",
+            "line": n,
+            "ts": float(n),
+        }
+        for n in (6448, 6449)
+    ]
+    r = rank_events(table(steps), kb)
+    assert r.verdict == "stopped"
+    # the last step is the one it counts to
+    last = {
+        "signature": "any-progress-step",
+        "text": "step:6450/6450 val_loss:2.919352 train_time:1515353ms",
+        "line": 6450,
+        "ts": 6450.0,
+    }
+    r = rank_events(table([*steps, last]), kb)
+    assert r.verdict == "no-failure-found" and "6450/6450" in r.reasons[0]
+    # or its processes tore their communicators down in order after their last progress
+    destroyed = {
+        "signature": "nccl-comm-destroyed",
+        "text": "node01:150770:150790 [0] NCCL INFO comm 0x2aab7000d010 rank 0 nranks 2 cudaDev 0 busId 3b000 - Destroy COMPLETE",
+        "line": 6460,
+        "ts": 6460.0,
+    }
+    r = rank_events(table([*steps, destroyed]), kb)
+    assert r.verdict == "no-failure-found" and "exited in order" in r.reasons[0]
+    # a teardown printed before progress went on says nothing about the end
+    destroyed = {**destroyed, "line": 10, "ts": 10.0}
+    assert rank_events(table([*steps, destroyed]), kb).verdict == "stopped"
 
 
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:

@@ -72,35 +72,21 @@ KNOWN_FALSE_ALARMS = {
     "841-nemo2-llama3-toy-pretrain-nccl-teardown-warn": "NCCL's socket layer traces error "
     "returns (`misc/socket.cc:47 -> 3`) while the job tears down its communicators after "
     "`Trainer.fit` stopped: a line printed after the completion line is still named",
-    "842-megatron-bridge-llama32-1b-torchrun-8gpu-mock": "the run ends with its validation "
-    "and test evaluations (iter 32/32) and no completion line: reported stopped",
     "894-deepspeed-gpt2-finetune-fp16-overflow-skips-randomltd-healthy": "the script's last "
     "lines evaluate the final epoch (2/2) and save the model, with no completion line: "
     "reported stopped (a log cut after a checkpoint save reads the same)",
-    "998-pbs-horovodrun-gloo-2node-v100-pytorch-mnist-nccl-info-userwarnings-healthy": "the "
-    "MNIST script ends with its test-set accuracy and NCCL's `Destroy COMPLETE` on both ranks, "
-    "with no completion line: reported stopped (a script's last evaluation reads as progress)",
     "999-slurm-horovodrun-tf-keras-4gpu-gtx1080ti-cifar10-resnet50-progressbar-backspaces-healthy": "Keras's "
     "final `evaluate` bar (313/313) and the result list end each rank's output, with no "
     "completion line: reported stopped",
     "1008-frameworkcontroller-k8s-torchelastic-etcd-scaledown-nccl-error-restart-then-all-workers-succeed-healthy": "an "
     "elastic job scaled down on purpose: the NCCL error of the broken worker group is printed "
     "in one pod's log, the restarted group's success in another's: named",
-    "1034-verl-torchrun-fsdp-sft-gemma2-2b-2gpu-gsm8k-aio-probe-werror-healthy": "verl's SFT "
-    "run ends with its last validation loss (step 58 of 58) and wandb's closing lines, with no "
-    "completion line: reported stopped",
     "1044-verl-ray-ppo-megatron-tp4-deepseek-7b-4gpu-pynvml-opencv-warn-final-validation-healthy": "verl's "
     "`Final validation metrics` line is followed by the last step's metrics line, so it is "
     "not read as the end (a completion line followed by progress was printed mid-run): stopped",
     "1048-perlmutter-slurm-podman-pynamic-16384-rank-mpi-passed-teardown-step-cancelled-killed-healthy": "both "
     "runs pass; Slurm then cancels the background container step (one `sleep infinity` per "
     "node) when the batch script ends, and its CANCELLED banner is named",
-    "1079-modded-nanogpt-torchrun-8xh100-gpt2-medium-record7-final-val-loss-peak-memory-healthy": "the "
-    "run ends with its last scheduled step's validation (`step:N/N val_loss:...`) and the peak "
-    "memory line, with no completion line: reported stopped",
-    "1080-modded-nanogpt-torchrun-8xh100-fp8-downproj-final-val-loss-peak-memory-healthy": "the "
-    "run ends with its last scheduled step's validation (`step:N/N val_loss:...`) and the peak "
-    "memory line, with no completion line: reported stopped",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",

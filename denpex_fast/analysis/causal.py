@@ -959,9 +959,10 @@ def rank_events(
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes + rank_notes
     if not cands:
+        ended = None if completed else _ended_itself(events, kb, reader)
         stop = (
             None
-            if completed
+            if completed or ended
             else (
                 _last_progress(events)
                 or _last_marked(events, kb, "start")
@@ -995,7 +996,7 @@ def rank_events(
                 stall_start=stall,
                 stopped_after=stop,
             )
-        why = ["no error-like line and no stop before completion"]
+        why = [ended or "no error-like line and no stop before completion"]
         if outlived:
             why = [
                 "the job printed its completion line, and nothing it printed stopped it "
@@ -1040,8 +1041,10 @@ def rank_events(
     ]
     if first is not None:
         reasons += _attempt_note(first, events)
-        if device_note and first.rank is not None and (
-            _NCCL_DEVICE.search(first.text) or _MESSAGE_DEVICE.search(first.text)
+        if (
+            device_note
+            and first.rank is not None
+            and (_NCCL_DEVICE.search(first.text) or _MESSAGE_DEVICE.search(first.text))
         ):
             reasons.append(device_note)
     if tie:
@@ -1339,6 +1342,82 @@ def _went_on(events: Sequence[Event], ends: Sequence[Event], kb: Any) -> Callabl
 
 
 _FULL_BAR = re.compile(r"(?:^|[\s:])100%\|")
+
+
+#: "step 6450/6450", "iter 32/32", "iteration 500/ 500": a step and the total it counts to
+_STEP_OF_TOTAL = re.compile(r"(?i)(?:step|iter|iteration)'?(?:[=: ]\s*'?| #)(\d+)\s*/\s*(\d+)\b")
+#: the end of a file read for its last progress lines
+END_TAIL_BYTES = 1 << 20
+
+
+def _last_step_lines(events: Sequence[Event], reader: Any) -> dict[str, tuple[bytes, list[str]]]:
+    """The tail of each file that shows progress, and its last progress lines.
+
+    The scan keeps only the first rows of a flood of progress lines, so the
+    last ones are read from the end of the file (when it can be read again)."""
+    from .progress import step_lines
+
+    out: dict[str, tuple[bytes, list[str]]] = {}
+    for name in {e.file for e in events if field_number(e.fields, STEP_FIELDS) is not None}:
+        got = reader.tail(name, END_TAIL_BYTES) if reader is not None else None
+        if got is None:
+            continue
+        start, data = got
+        if start > 0:
+            data = data[data.find(b"\n") + 1 :]  # the first line is cut
+        texts, _ = step_lines(data, 1)
+        out[name] = (data, texts)
+    return out
+
+
+def _ended_itself(events: Sequence[Event], kb: Any, reader: Any = None) -> str | None:
+    """Why a job with no error and no completion line was not stopped, if it
+    was not: the last progress line of each file reached the total it counts
+    to (``step:6450/6450``, ``iter 32/32``), or its processes exited in order
+    after their last progress (NCCL destroying its communicators, wandb
+    closing its run, PyTorch's warning at interpreter exit).  A process
+    killed from outside prints neither.  None: it may have been stopped."""
+    from .progress import step_lines
+
+    last = _last_progress(events)
+    tails = _last_step_lines(events, reader)
+    finals = [t[-1] for _, t in tails.values() if t]
+    if not finals and last is not None:
+        finals = [last.text]
+    counted = [m for text in finals if (m := _STEP_OF_TOTAL.search(text))]
+    if counted and len(counted) == len(finals):
+        if all(1 < int(m.group(2)) <= int(m.group(1)) for m in counted):
+            return (
+                f"the last progress line reached the total it counts to "
+                f"({counted[0].group(1)}/{counted[0].group(2)}), then the logs end without an error"
+            )
+    latest = max(
+        (
+            e.t
+            for e in events
+            if e.t is not None and field_number(e.fields, STEP_FIELDS) is not None
+        ),
+        default=None,
+    )
+    for e in reversed(events):
+        if "exit" not in marks(kb, e.signature):
+            continue
+        if last is not None and not _printed_before(last, e):
+            continue
+        tail = tails.get(e.file)
+        if tail is not None:
+            # no progress line of its file after it
+            at = tail[0].rfind(_body(e.text).encode("utf-8", "replace")[:200])
+            if at < 0 or step_lines(tail[0][at:], 1)[1]:
+                continue
+        if latest is not None and e.t is not None and e.t < latest:
+            continue
+        return (
+            f"the processes exited in order ({e.where()}: {e.signature}) after "
+            + ("their last progress" if last is not None else "starting")
+            + ", without an error"
+        )
+    return None
 
 
 def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:

@@ -120,6 +120,9 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "agent-teardown": "the launcher's agent stopped this rank because another one failed",
         "scheduler-teardown": "the scheduler or orchestrator stopped the job (cancel, time limit)",
         "completion": "the job or its training loop finished normally",
+        "exit": "a process is exiting in order (its communicators destroyed, its experiment "
+        "tracker closed, the interpreter shutting down): in a job with no error, such a line "
+        "after the last progress means the job ended itself, not that it was stopped",
         "fallback": "a fallback the program announces and goes on with (a loopback address, a "
         "slower transport): harmless alone, the cause only of an error its ``triggers`` name "
         "printed in the same job",
