@@ -125,6 +125,18 @@ def test_a_single_log_that_just_stops_is_stopped_not_healthy(tmp_path: Path) -> 
     assert any("stopped after" in r and ":2" in r for r in d.reasons), d.reasons
 
 
+def test_a_long_log_is_stopped_after_its_last_progress_line(tmp_path: Path) -> None:
+    # the scan keeps only the first rows of a flood of progress lines; where
+    # the job stopped is the file's last one
+    log = tmp_path / "rank0.log"
+    steps = [f"2026-01-01 00:00:{n % 60:02d},000 INFO step={n} loss=0.5" for n in range(1, 1001)]
+    log.write_text("\n".join(["training started", *steps, ""]) + "\n")
+    d = dx.diagnose(str(log))
+    assert d.verdict == "stopped"
+    assert d.stopped_after is not None and d.stopped_after.line == 1001
+    assert "step=1000" in d.stopped_after.text
+
+
 def test_a_rank_named_on_a_continuation_line_of_the_error(tmp_path: Path) -> None:
     # the message states its rank two lines down; the next record's rank is not taken
     log = tmp_path / "err.log"

@@ -964,7 +964,7 @@ def rank_events(
             None
             if completed or ended
             else (
-                _last_progress(events)
+                _latest_in_file(_last_progress(events), reader)
                 or _last_marked(events, kb, "start")
                 or _single_input_end(reader, events)
             )
@@ -1368,6 +1368,23 @@ def _last_step_lines(events: Sequence[Event], reader: Any) -> dict[str, tuple[by
         texts, _ = step_lines(data, 1)
         out[name] = (data, texts)
     return out
+
+
+def _latest_in_file(last: Event | None, reader: Any) -> Event | None:
+    """``last`` (a progress line), or the last progress line of its file when
+    the scan kept only the first rows of a flood of them: where the job
+    stopped is the line the file ends its progress with."""
+    if last is None or reader is None:
+        return last
+    data, texts = _last_step_lines([last], reader).get(last.file, (b"", []))
+    end = reader.last_line(last.file) if texts else None
+    at = data.rfind(texts[-1].encode("utf-8")) if texts else -1
+    if end is None or at < 0:
+        return last
+    line = end[0] - data.count(b"\n", at, len(data.rstrip()))
+    if line <= last.line:
+        return last
+    return replace(last, index=-1, line=line, text=texts[-1], fields={})
 
 
 def _ended_itself(events: Sequence[Event], kb: Any, reader: Any = None) -> str | None:
