@@ -649,6 +649,25 @@ def test_a_job_with_no_error_that_ended_itself_is_not_stopped(kb) -> None:
     assert rank_events(table([*steps, destroyed]), kb).verdict == "stopped"
 
 
+def test_a_wrapper_echoing_done_after_a_failed_launch_did_not_go_on(kb) -> None:
+    rows = [
+        {
+            "signature": "os-python-uncaught-exception",
+            "text": "RuntimeError: Using async gradient all reduce requires setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1",
+            "line": 155,
+        },
+        {
+            "signature": "ds-launcher-exit-return-code",
+            "text": "[2026-03-23 19:14:54,591] [ERROR] [launch.py:341:sigkill_handler] ['/usr/bin/python3', '-u', 'pretrain_gpt.py', '--local_rank=15'] exits with return code = 1",
+            "line": 3660,
+        },
+        {"signature": "any-training-complete", "text": "All done.", "line": 3664},
+    ]
+    r = rank_events(table(rows), kb)
+    assert r.verdict != "no-failure-found"
+    assert r.initiating is not None and r.initiating.line == 155
+
+
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:
     rows = [
         {

@@ -1291,8 +1291,9 @@ def _went_on(events: Sequence[Event], ends: Sequence[Event], kb: Any) -> Callabl
 
     A completion line printed after the event is not enough when, between
     them, the launcher or scheduler reported a death (a fatal symptom, a
-    teardown) that no progress line followed: the batch script echoing "All
-    done!" after its failed ``srun`` step went on past nothing.  A step the
+    teardown, a worker's failed exit status) that no progress line followed:
+    the batch script echoing "All done!" after its failed ``srun`` step went
+    on past nothing.  A step the
     scheduler cancelled before a resubmission that trained to the end was
     outlived.  Per end, only the last death of each file is read (a progress
     line after it follows every earlier one), so a job of many ranks costs
@@ -1303,6 +1304,7 @@ def _went_on(events: Sequence[Event], ends: Sequence[Event], kb: Any) -> Callabl
         for d in events
         if (d.role == "symptom" and d.severity == "fatal")
         or "scheduler-teardown" in marks(kb, d.signature)
+        or failed_exit(d)
     ]
     steps = [s for s in events if field_number(s.fields, STEP_FIELDS) is not None]
     # per end: the deaths before it that no progress line followed before it
