@@ -668,6 +668,35 @@ def test_a_wrapper_echoing_done_after_a_failed_launch_did_not_go_on(kb) -> None:
     assert r.initiating is not None and r.initiating.line == 155
 
 
+def test_a_rank_in_a_sub_communicator_is_not_the_global_rank(kb) -> None:
+    pre = "DGX2-1:2394670:2396291 [1] NCCL INFO "
+    rows = [
+        {
+            "signature": "nccl-comm-rank",
+            "text": pre
+            + "ncclCommInitRankConfig comm 0x5625a58ec680 rank 1 nranks 8 cudaDev 1 busId 36000",
+            "rank": 1,
+            "host": "DGX2-1",
+            "line": 991,
+        },
+        {
+            "signature": "nccl-comm-rank",
+            "text": pre + "comm 0x5625a5b3d970 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0",
+            "rank": 0,
+            "host": "DGX2-1",
+            "line": 1173,
+        },
+        {
+            "signature": "nccl-cuda-oom",
+            "text": "[2026-03-31 15:32:44] DGX2-1:2394670:2396491 [1] include/alloc.h:228 NCCL WARN Cuda failure 2 'out of memory'",
+            "host": "DGX2-1",
+            "line": 2175,
+        },
+    ]
+    r = rank_events(table(rows), kb)
+    assert r.initiating is not None and r.initiating.line == 2175 and r.initiating.rank == 1
+
+
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:
     rows = [
         {

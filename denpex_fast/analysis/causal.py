@@ -848,6 +848,7 @@ def rank_events(
     _quiet_fallbacks(live, kb)
     rank_notes: list[str] = []
     nodes = _global_ranks(live, rank_notes)
+    _subgroup_ranks(live)
     _pid_ranks(live)
     _signal_ranks(live)
     _reported_ranks(live)
@@ -1237,7 +1238,9 @@ def _node_order_ranks(events: Sequence[Event]) -> dict[str, dict[int, int]]:
 
 _PID = re.compile(
     r"\(pid: (\d+)\)|\bpid[=: ]\s*(\d+)|[Kk]illed process (\d+)|[Kk]illing subprocess (\d+)"
-    r"|\b[Pp]rocess (\d+) (?:exits|exited|spawned|with)|^[\w.-]+:(\d+):\d+ \[\d+\]"
+    r"|\b[Pp]rocess (\d+) (?:exits|exited|spawned|with)"
+    # NCCL's host:pid:tid, also behind a collector's prefix or a timestamp
+    r"|(?:^|(?<=[\s\]]))[A-Za-z][\w.-]*:(\d+):\d+ \[\d+\] "
 )
 
 
@@ -1917,6 +1920,30 @@ def _prefix_ranks(events: Sequence[Event]) -> set[int]:
     return given
 
 
+_COMM_RANK = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank (\d+)\b")
+
+
+def _subgroup_ranks(events: Sequence[Event]) -> None:
+    """NCCL numbers a process's rank in each communicator it joins: ``comm
+    0x... rank 0 nranks 2`` is its rank in a pair (a pipeline or tensor
+    group), not in the job.  Only a communicator as large as the largest the
+    job shows names global ranks; the others' lines lose the rank they read,
+    so the process table gives them the global one."""
+    sizes = [
+        (e, int(n))
+        for e in events
+        if (n := field_number(e.fields, NRANKS_FIELDS + WORLD_FIELDS)) is not None
+    ]
+    if not sizes:
+        return
+    world = max(n for _, n in sizes)
+    for e, n in sizes:
+        if n < world and e.rank is not None:
+            m = _COMM_RANK.search(e.text)
+            if m and int(m.group(1)) == e.rank:
+                e.rank = None
+
+
 def _pid_ranks(events: Sequence[Event]) -> None:
     """Give a line that names a process id the rank another line names for it.
 
@@ -1990,7 +2017,9 @@ def _ranks_from_copies(cands: Sequence[Incident], live: Sequence[Event]) -> None
     shard's stderr under ``[rank1]:`` after the worker's own unprefixed
     print, a collector reprints a traceback with its stream tag.  When every
     ranked copy of the same message (the same entry, the same text after the
-    prefixes, or a copy cut short) names one rank, that is the rank.
+    prefixes, or a copy cut short) names one rank, that is the rank.  Not
+    for a line that names its own process: another process printing the
+    same words failed the same way, it did not replay this one.
     """
     ranked: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for e in live:
@@ -2000,6 +2029,8 @@ def _ranks_from_copies(cands: Sequence[Incident], live: Sequence[Event]) -> None
         h = c.head
         if c.rank is not None or h is None or not ranked.get(h.signature):
             continue
+        if _pid_of(h.text) is not None:
+            continue  # a line that names its process (NCCL's host:pid:tid) is its own print
         body = _body(h.text).strip()
         if len(body) < COPY_CHARS:
             continue
