@@ -1353,6 +1353,8 @@ _FULL_BAR = re.compile(r"(?:^|[\s:])100%\|")
 _STEP_OF_TOTAL = re.compile(r"(?i)(?:step|iter|iteration)'?(?:[=: ]\s*'?| #)(\d+)\s*/\s*(\d+)\b")
 #: the end of a file read for its last progress lines
 END_TAIL_BYTES = 1 << 20
+#: files read for their last progress lines at most (one per rank)
+END_TAIL_FILES = 256
 
 
 def _last_step_lines(events: Sequence[Event], reader: Any) -> dict[str, tuple[bytes, list[str]]]:
@@ -1362,8 +1364,22 @@ def _last_step_lines(events: Sequence[Event], reader: Any) -> dict[str, tuple[by
     last ones are read from the end of the file (when it can be read again)."""
     from .progress import step_lines
 
+    # the file of each rank's latest progress (a rank's log cut into parts
+    # ends its progress in its newest part); a job of more such files than
+    # END_TAIL_FILES is judged from the rows the scan kept
+    newest: dict[object, Event] = {}
+    for e in events:
+        if field_number(e.fields, STEP_FIELDS) is None:
+            continue
+        key = e.rank if e.rank is not None else e.file
+        got = newest.get(key)
+        if got is None or (e.t or -math.inf, e.line) > (got.t or -math.inf, got.line):
+            newest[key] = e
+    files = {e.file for e in newest.values()}
+    if len(files) > END_TAIL_FILES:
+        return {}
     out: dict[str, tuple[bytes, list[str]]] = {}
-    for name in {e.file for e in events if field_number(e.fields, STEP_FIELDS) is not None}:
+    for name in files:
         got = reader.tail(name, END_TAIL_BYTES) if reader is not None else None
         if got is None:
             continue
