@@ -875,7 +875,7 @@ def rank_events(
         _ranks_from_file(unmatched, live, table, reader)
         cands += unmatched
     _ranks_from_copies(cands, live)
-    _ranks_from_root_cause(cands, live)
+    _ranks_from_root_cause(cands, live, kb)
     device_note = _ranks_from_devices(cands, live, known_ranks, world) or device_note
     specific = [e for e in live if "catch-all" not in marks(kb, e.signature)]
     bound = skew.bound if math.isfinite(skew.bound) else 1.0
@@ -2061,7 +2061,7 @@ ROOT_CAUSE = "torch-elastic-root-cause-block"
 _ELASTIC_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
 
 
-def _ranks_from_root_cause(cands: Sequence[Incident], live: Sequence[Event]) -> None:
+def _ranks_from_root_cause(cands: Sequence[Incident], live: Sequence[Event], kb: Any) -> None:
     """The rank of an unranked error printed above torchelastic's summary.
 
     Without ``--tee``/``--log-dir`` prefixes, the workers' tracebacks reach
@@ -2069,11 +2069,12 @@ def _ranks_from_root_cause(cands: Sequence[Incident], live: Sequence[Event]) -> 
     follows names the ``Root Cause (first observed failure)``: the rank whose
     exit the agent saw first.  When that rank exited with an error code (not
     a signal: a killed worker prints nothing of its own), the first unranked
-    error above the summary in the same file is its output.
+    error above the summary in the same file is its output.  The entry's
+    rank and exit code are the launcher's ``record`` lines below the header.
     """
     marks_at: dict[str, list[Event]] = defaultdict(list)
     for e in live:
-        if e.signature in (ROOT_CAUSE, "any-process-record", "torch-elastic-failure-exitcode"):
+        if e.signature == ROOT_CAUSE or "record" in marks(kb, e.signature):
             marks_at[e.file].append(e)
     roots: dict[str, list[tuple[int, int]]] = {}
     for file, evs in marks_at.items():
@@ -2082,7 +2083,7 @@ def _ranks_from_root_cause(cands: Sequence[Incident], live: Sequence[Event]) -> 
             if e.signature != ROOT_CAUSE:
                 continue
             near = [x for x in evs[i + 1 :] if x.line <= e.line + ROOT_CAUSE_LINES]
-            rank = next((x.rank for x in near if x.signature == "any-process-record"), None)
+            rank = next((x.rank for x in near if x.rank is not None), None)
             code = next(
                 (int(m.group(1)) for x in near if (m := _ELASTIC_EXIT.match(_body(x.text)))), None
             )
