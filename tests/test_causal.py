@@ -697,6 +697,34 @@ def test_a_rank_in_a_sub_communicator_is_not_the_global_rank(kb) -> None:
     assert r.initiating is not None and r.initiating.line == 2175 and r.initiating.rank == 1
 
 
+def test_an_exception_python_ignored_at_exit_is_no_candidate(kb) -> None:
+    rows = [
+        {
+            "signature": "any-progress-step",
+            "text": "iteration 790/ 790 | loss 1.2",
+            "rank": 0,
+            "line": 900,
+        },
+        {
+            "signature": "os-python-exception-ignored",
+            "text": "1: Exception ignored in atexit callback: <function matmul_ext_update_autotune_table at 0x7fad296677e0>",
+            "rank": 1,
+            "line": 907,
+        },
+        {
+            "signature": "os-python-uncaught-exception",
+            "text": "1: FileNotFoundError: [Errno 2] No such file or directory: '/home/u/.triton/autotune/Fp16Matmul_2d_kernel.pickle.tmp'",
+            "rank": 1,
+            "line": 917,
+        },
+    ]
+    r = rank_events(table(rows), kb)
+    assert r.initiating is None or r.initiating.line != 917
+    # the same exception without Python's note is a failure
+    r = rank_events(table([rows[0], rows[2]]), kb)
+    assert r.initiating is not None and r.initiating.line == 917
+
+
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:
     rows = [
         {

@@ -87,9 +87,6 @@ KNOWN_FALSE_ALARMS = {
     "1048-perlmutter-slurm-podman-pynamic-16384-rank-mpi-passed-teardown-step-cancelled-killed-healthy": "both "
     "runs pass; Slurm then cancels the background container step (one `sleep infinity` per "
     "node) when the batch script ends, and its CANCELLED banner is named",
-    "1116-deepspeed-ulysses-2node-8rank-llama-zero3-atexit-triton-filenotfound-healthy": "after "
-    "the run's summary, two tracebacks Python printed under `Exception ignored in atexit "
-    "callback` (Triton's autotune cache) are named",
     "1117-deepspeed-zero3-4node-slurm-palmetto-tcpstore-rendezvous-shutdown-noise-healthy": "after "
     "every rank printed its final results, one node's agent logs TCPStore and rendezvous "
     "shutdown errors (the rendezvous host had already exited): named",

@@ -863,6 +863,7 @@ def rank_events(
     _demote_terminated(cands)
     _demote_caused(cands, live, kb)
     cands = _drop_outlived(cands, live)
+    cands = _drop_ignored(cands, live, kb)
     cands = _join_banners(cands, kb)
     cands += _duplicate_claims(live, kb)
     cands += _divergent_records(live, kb)
@@ -1709,6 +1710,29 @@ def _demote_caused(cands: list[Incident], events: Sequence[Event], kb: Any) -> N
             for e in by_sig.get(s, ())
         ):
             c.tier = TIER_COLLATERAL
+
+
+def _drop_ignored(cands: list[Incident], events: Sequence[Event], kb: Any) -> list[Incident]:
+    """An exception Python said it ignored is no candidate: the first error
+    of its rank within ``TRACEBACK_LINES`` after ``Exception ignored in
+    atexit callback: ...`` (or in a destructor) in the same file ends the
+    traceback the interpreter printed and went past."""
+    ignored = [e for e in events if "ignored" in marks(kb, e.signature)]
+    if not ignored:
+        return cands
+    drop: set[int] = set()
+    for i in ignored:
+        after = [
+            (k, c)
+            for k, c in enumerate(cands)
+            if c.head is not None
+            and c.head.file == i.file
+            and i.line < c.head.line <= i.line + TRACEBACK_LINES
+            and (i.rank is None or c.head.rank is None or c.head.rank == i.rank)
+        ]
+        if after:
+            drop.add(min(after, key=lambda kc: kc[1].head.line)[0])  # type: ignore[union-attr]
+    return [c for k, c in enumerate(cands) if k not in drop] if drop else cands
 
 
 #: distinct training steps printed after an open-world line that show the job went on

@@ -120,6 +120,8 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "agent-teardown": "the launcher's agent stopped this rank because another one failed",
         "scheduler-teardown": "the scheduler or orchestrator stopped the job (cancel, time limit)",
         "completion": "the job or its training loop finished normally",
+        "ignored": "Python says it ignored an exception (raised in an atexit callback, a "
+        "destructor, a thread at shutdown): the traceback printed after it ended nothing",
         "exit": "a process is exiting in order (its communicators destroyed, its experiment "
         "tracker closed, the interpreter shutting down): in a job with no error, such a line "
         "after the last progress means the job ended itself, not that it was stopped",
