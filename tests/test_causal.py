@@ -725,6 +725,33 @@ def test_an_exception_python_ignored_at_exit_is_no_candidate(kb) -> None:
     assert r.initiating is not None and r.initiating.line == 917
 
 
+def test_an_evaluation_at_the_last_step_after_the_end_line_does_not_go_on(kb) -> None:
+    rows = [
+        {
+            "signature": "any-progress-step",
+            "text": " [2025-10-31 10:46:16] iteration       50/      50 | consumed samples:          800 |",
+            "line": 145,
+        },
+        {
+            "signature": "megatron-training-done",
+            "text": "[after training is done] datetime: 2025-10-31 10:46:17 ",
+            "line": 285,
+        },
+        {
+            "signature": "any-progress-step",
+            "text": " validation loss at iteration 50 on test set | lm loss value: 1.042313E+01 |",
+            "line": 304,
+        },
+    ]
+    assert rank_events(table(rows), kb).verdict == "no-failure-found"
+    # a step past the end line means the loop went on: that line was no end
+    rows[2] = {
+        **rows[2],
+        "text": " [2025-10-31 10:46:18] iteration       51/      60 | consumed samples:          816 |",
+    }
+    assert rank_events(table(rows), kb).verdict == "stopped"
+
+
 def test_local_ranks_of_a_second_node_become_global(kb) -> None:
     rows = [
         {

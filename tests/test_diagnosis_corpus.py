@@ -91,9 +91,6 @@ KNOWN_FALSE_ALARMS = {
     "every rank printed its final results (the script's own words, no completion line), one "
     "node's agent logs TCPStore recvVector/sendBytes failures as the rendezvous host had "
     "already exited: the lost store connection is named",
-    "1129-megatron-gpt2-345m-tp2-torchrun-eccheck-async-ckpt-overwriting-corrupted-warning-iter50-healthy": "the "
-    "run reaches iteration 50/50, saves, prints `[after training is done]` and ends with its "
-    "validation and test evaluation: reported stopped",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",

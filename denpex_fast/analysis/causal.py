@@ -1461,24 +1461,26 @@ def _ended_itself(events: Sequence[Event], kb: Any, reader: Any = None) -> str |
 
 def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
     """The lines that say the job finished: ``completion`` lines that no
-    progress line of their file follows (a "done" printed mid-run, by a
-    loading step, says nothing about the end).  None: it did not say so."""
-    last_step: dict[str, int] = {}
+    progress line of their file follows with a higher step (a "done" printed
+    mid-run, by a loading step, says nothing about the end; Megatron's
+    evaluation "at iteration 50" after "[after training is done]" at step 50
+    does not go on past it).  None: it did not say so."""
+    steps: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for e in events:
         # a checkpoint written after the loop ended is no sign the loop went on,
         # nor is a progress bar's last render at 100% (Lightning redraws it
         # after "`Trainer.fit` stopped")
-        if (
-            field_number(e.fields, STEP_FIELDS) is not None
-            and "checkpoint-saved" not in marks(kb, e.signature)
-            and not _FULL_BAR.search(e.text)
-        ):
-            last_step[e.file] = max(last_step.get(e.file, 0), e.line)
-    return [
-        e
-        for e in events
-        if "completion" in marks(kb, e.signature) and e.line > last_step.get(e.file, 0)
-    ]
+        n = field_number(e.fields, STEP_FIELDS)
+        if n is not None and "checkpoint-saved" not in marks(kb, e.signature):
+            if not _FULL_BAR.search(e.text):
+                steps[e.file].append((e.line, n))
+
+    def went_past(e: Event) -> bool:
+        mine = steps.get(e.file, ())
+        before = max((n for line, n in mine if line < e.line), default=-math.inf)
+        return any(line > e.line and n > before for line, n in mine)
+
+    return [e for e in events if "completion" in marks(kb, e.signature) and not went_past(e)]
 
 
 # A launcher's account of a rank a signal killed: srun's "task 0: Segmentation
