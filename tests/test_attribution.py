@@ -749,3 +749,19 @@ def test_python_re_and_re2_agree_on_the_corpus(
     on_re2 = run()
     assert corpus_lines.num_rows > 40_000
     assert on_python == on_re2
+
+
+def test_torchrun_rank_behind_an_srun_task_label_names_the_process() -> None:
+    from denpex_fast.facts.attribution import line_facts
+
+    facts = line_facts(
+        pa.array(
+            [
+                "1: [rank7]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.65 GiB.",
+                "0: [default1]:[rank1]: FileNotFoundError: [Errno 2] No such file or directory: 'x'",
+                "3: RuntimeError: boom",
+            ]
+        )
+    )
+    # srun numbers its tasks (here one per node); torchrun's own prefix names the rank
+    assert facts.rank.tolist() == [7, 1, 3]

@@ -23,7 +23,9 @@ equals the outermost (the launcher's) wins:
 1. a launcher prefix at the line start that names a global rank:
    torchrun/PyTorch ``[rank3]:`` (also ``[rank3]:[E501 ...]`` and the
    ``[${rank}]:`` template ``[3]:``), Open MPI ``[1,3]<stderr>:``, Slurm
-   ``srun --label`` ``3: ``, vLLM ``(VllmWorker rank=3 pid=254)``; these may
+   ``srun --label`` ``3: `` (a task, so a torchrun worker's ``[rank7]:``
+   behind it wins: one task runs a node's ranks), vLLM
+   ``(VllmWorker rank=3 pid=254)``; these may
    sit behind other prefixes (``[default0]:``, pdsh ``node12: ``, Ray
    ``(RayWorkerWrapper pid=1061)``, kubectl ``[pod/x/c]``, a timestamp);
 2. a tag in the message naming a global rank, leftmost first:
@@ -189,6 +191,7 @@ _RANK_PREFIX_FORMS = (
     # data- or pipeline-parallel index above 0 the tensor-parallel index is the rank)
     r"|\(Worker(?:_DP0)?(?:_PP0)?_TP(?P<v>" + _N + r")(?:_EP\d+)? pid=\d+\))"
 )
+_SRUN_TASK_THEN_RANK = r"^\s*\d{1,5}: (?:\[[A-Za-z_][\w-]*\d+\]: ?)*?\[rank(?P<a>" + _N + r")\]:"
 # the same forms at the line start, then behind other prefixes (slower: tried on fewer lines)
 _RANK_PREFIX_AT0 = "^" + _RANK_PREFIX_FORMS
 _RANK_PREFIX = "^" + _CHAIN + _RANK_PREFIX_FORMS
@@ -358,6 +361,11 @@ def line_facts(text: pa.Array | pa.ChunkedArray) -> LineFacts:
 
     prefix(_RANK_PREFIX_AT0, ["a", "b", "c", "d", "pm", "e", "v"], False)
     prefix(_RANK_PREFIX, ["a", "b", "c", "d", "pm", "e", "v"], False)
+    # torchrun under "srun -l": srun numbers its tasks (one per node), the
+    # worker's own "[rank7]:" behind that label names the process
+    at, parts = _extract(arr, np.flatnonzero(rank >= 0), _SRUN_TASK_THEN_RANK)
+    if parts is not None:
+        rank[at], _ = _groups_int(parts, ["a"])
     at, parts = _extract(head, np.flatnonzero(rank < 0), _RANK_TAG)
     tag_local = np.zeros(0, np.int64)
     tagged = np.zeros(n, bool)  # a strong tag decided (maybe "another group's rank": none)
