@@ -88,7 +88,9 @@ RANK_CASES = [
     ),
     ("  rank      : 2 (local_rank: 2)", 2),
     ("[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] boom", 12),
-    ("3: [rank5]: boom", 3),  # outermost launcher prefix wins
+    # an srun task label numbers tasks; torchrun's [rankN]: behind it names the process
+    ("3: [rank5]: boom", 5),
+    ("[1,3]<stderr>:[rank3]: boom", 3),
     ("node12:3121:3180 [3] NCCL WARN NET/IB : Got completion", None),  # [3] is a GPU
     ("  Process name: [[11192,1],8]", 8),
     # an Open MPI component names the process printing: [host][[job,1],vpid][file.c:N:fn]

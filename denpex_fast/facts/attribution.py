@@ -18,7 +18,8 @@ Python loops run per file, or per merged read-back range.
 
 **Rank**, first rule that applies (values already in the table are kept).
 A global rank beats a local one wherever it sits in the line, and among
-equals the outermost (the launcher's) wins:
+equals the outermost (the launcher's) wins, except an srun task label
+before a torchrun worker's own ``[rankN]:`` (see 1.):
 
 1. a launcher prefix at the line start that names a global rank:
    torchrun/PyTorch ``[rank3]:`` (also ``[rank3]:[E501 ...]`` and the
