@@ -961,12 +961,14 @@ def rank_events(
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes + rank_notes
     if not cands:
-        ended = None if completed else _ended_itself(events, kb, reader)
+        # the end of each rank's newest progress file, read once for both checks
+        tails = {} if completed else _last_step_lines(events, reader)
+        ended = None if completed else _ended_itself(events, kb, tails)
         stop = (
             None
             if completed or ended
             else (
-                _latest_in_file(_last_progress(events), reader)
+                _latest_in_file(_last_progress(events), reader, tails)
                 or _last_marked(events, kb, "start")
                 or _single_input_end(reader, events)
             )
@@ -1392,13 +1394,17 @@ def _last_step_lines(events: Sequence[Event], reader: Any) -> dict[str, tuple[by
     return out
 
 
-def _latest_in_file(last: Event | None, reader: Any) -> Event | None:
+def _latest_in_file(
+    last: Event | None, reader: Any, tails: Mapping[str, tuple[bytes, list[str]]]
+) -> Event | None:
     """``last`` (a progress line), or the last progress line of its file when
     the scan kept only the first rows of a flood of them: where the job
-    stopped is the line the file ends its progress with."""
+    stopped is the line the file ends its progress with.  ``tails``: the
+    files' ends already read (:func:`_last_step_lines`)."""
     if last is None or reader is None:
         return last
-    data, texts = _last_step_lines([last], reader).get(last.file, (b"", []))
+    got = tails.get(last.file) or _last_step_lines([last], reader).get(last.file)
+    data, texts = got or (b"", [])
     end = reader.last_line(last.file) if texts else None
     at = data.rfind(texts[-1].encode("utf-8")) if texts else -1
     if end is None or at < 0:
@@ -1409,17 +1415,19 @@ def _latest_in_file(last: Event | None, reader: Any) -> Event | None:
     return replace(last, index=-1, line=line, text=texts[-1], fields={})
 
 
-def _ended_itself(events: Sequence[Event], kb: Any, reader: Any = None) -> str | None:
+def _ended_itself(
+    events: Sequence[Event], kb: Any, tails: Mapping[str, tuple[bytes, list[str]]]
+) -> str | None:
     """Why a job with no error and no completion line was not stopped, if it
     was not: the last progress line of each file reached the total it counts
     to (``step:6450/6450``, ``iter 32/32``), or its processes exited in order
     after their last progress (NCCL destroying its communicators, wandb
     closing its run, PyTorch's warning at interpreter exit).  A process
-    killed from outside prints neither.  None: it may have been stopped."""
+    killed from outside prints neither.  None: it may have been stopped.
+    ``tails``: the ends of the files that show progress (:func:`_last_step_lines`)."""
     from .progress import step_lines
 
     last = _last_progress(events)
-    tails = _last_step_lines(events, reader)
     finals = [t[-1] for _, t in tails.values() if t]
     if not finals and last is not None:
         finals = [last.text]
