@@ -2838,3 +2838,51 @@ def test_a_job_of_many_small_files_still_shows_where_each_rank_stopped(
         )
     d = diagnose(tmp_path)
     assert d.suspect_rank == 1
+
+
+def _srun_traceback(rank: int, exception: str, torn: bool = False) -> list[str]:
+    """A torchrun worker's traceback under ``srun -l`` (task ``rank``)."""
+    p = f"{rank}: [rank{rank}]:"
+    frames = [
+        f'{p}   File "/work/pretrain_gpt.py", line 242, in forward_step',
+        f"{p}     tokens, labels = get_batch(data_iterator)",
+        f'{p}   File "/work/megatron/training/utils.py", line 537, in get_batch_on_this_tp_rank',
+        f"{p}     data = next(data_iterator)",
+    ]
+    if torn:  # another write cut the second frame line in two
+        frames[1:2] = [f"{p}     tokens, labels = get_ba", f"{rank}: tch(data_iterator)"]
+    return [f"{p} Traceback (most recent call last):", *frames, f"{p} {exception}"]
+
+
+def test_a_batch_scripts_error_before_its_job_started_is_not_the_jobs_failure(tmp_path) -> None:
+    """``cat: nemo: ...`` and ``python: command not found`` from the script
+    itself (no task label), then the tasks srun started fail in their own
+    code: the tasks' error is the failure."""
+    preamble = [
+        "cat: nemo: No such file or directory",
+        "/var/spool/slurmd/job2339779/slurm_script: line 366: python: command not found",
+    ]
+    started = [
+        f"{r}: Setting OMP_NUM_THREADS environment variable for each process" for r in (0, 2)
+    ]
+    failed = _srun_traceback(
+        2, "TypeError: unsupported operand type(s) for //: 'int' and 'NoneType'"
+    )
+    d = _diagnosed(tmp_path, "job.err", [*preamble, *started, *failed])
+    assert d.initiating is not None
+    assert (d.initiating.line, d.initiating.rank) == (10, 2), d.initiating
+    # the same script line before a launch that never came together stays the lead
+    rdzv = [
+        "2: torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+    ]
+    d = _diagnosed(tmp_path, "job.err", [*preamble, *started, *rdzv])
+    assert d.initiating is not None and d.initiating.line <= 2, d.initiating
+
+
+def test_a_traceback_whose_frame_line_was_cut_by_another_write_ends_at_its_exception(
+    tmp_path,
+) -> None:
+    torn = _srun_traceback(36, "StopIteration", torn=True)
+    d = _diagnosed(tmp_path, "job.err", ["0: training ...", *torn])
+    assert d.initiating is not None
+    assert (d.initiating.text, d.initiating.rank) == ("36: [rank36]: StopIteration", 36)

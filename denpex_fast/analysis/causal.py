@@ -863,6 +863,7 @@ def rank_events(
     _demote_terminated(cands)
     _demote_caused(cands, live, kb)
     cands = _drop_outlived(cands, live)
+    cands = _drop_preamble(cands, live, kb)
     cands = _drop_ignored(cands, live, kb)
     cands = _join_banners(cands, kb)
     cands += _duplicate_claims(live, kb)
@@ -1791,6 +1792,57 @@ def _drop_outlived(cands: list[Incident], events: Sequence[Event]) -> list[Incid
     return [c for k, c in enumerate(cands) if k not in drop] if drop else cands
 
 
+_LAUNCH_PHASES = frozenset({"launcher", "scheduler", "rendezvous"})
+
+
+def _drop_preamble(cands: list[Incident], events: Sequence[Event], kb: Any) -> list[Incident]:
+    """A batch script's own error, printed before the processes it launched
+    wrote a line, is not why those processes failed later with an error of
+    their own.
+
+    Under ``srun -l`` (and other collectors that tag every line of a
+    process's stream) the script's lines carry no tag: ``cat: nemo: No such
+    file or directory``, ``slurm_script: line 363: python: command not
+    found``, a tool's traceback from another interpreter.  The shell went on
+    to launch the job, whose ranks then failed in their own code.  Such a
+    line is dropped when a later candidate of the same file is a launched
+    process's own error (tagged, not a peer's symptom, a teardown or a
+    launch/rendezvous failure that a missing file or command could explain)
+    and no entry says the line causes it (``caused_by``)."""
+    first_tagged: dict[str, int] = {}
+    for e in events:
+        if STREAM_TAG.match(e.text) and e.line < first_tagged.get(e.file, 1 << 62):
+            first_tagged[e.file] = e.line
+    if not first_tagged:
+        return cands
+
+    def own_failure(c: Incident) -> bool:
+        h = c.head
+        return (
+            h is not None
+            and c.tier in (TIER_CAUSE, TIER_OWN_SYMPTOM, TIER_OPEN)
+            and STREAM_TAG.match(h.text) is not None
+            and h.phase not in _LAUNCH_PHASES
+            and not teardown(kb, h.signature)
+        )
+
+    drop: set[int] = set()
+    for k, c in enumerate(cands):
+        h = c.head
+        start = first_tagged.get(c.file)
+        if h is None or start is None or h.line >= start or STREAM_TAG.match(h.text):
+            continue
+        if any(
+            o.file == c.file
+            and own_failure(o)
+            and h.signature not in caused_by(kb, o.head.signature)  # type: ignore[union-attr]
+            for o in cands
+            if o is not c
+        ):
+            drop.add(k)
+    return [c for k, c in enumerate(cands) if k not in drop] if drop else cands
+
+
 def _join_banners(cands: list[Incident], kb: Any) -> list[Incident]:
     """A launcher's banner that some process failed ("Primary job terminated
     normally, but 1 process returned a non-zero exit code") and the same
@@ -2670,9 +2722,8 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
         frames = 0
         # the header's own prefix may name a local rank mapped to a global one
         mine = {None, head.rank, _line_rank(head.text)}
-        for (n, text), r in zip(after, _line_ranks([x for _, x in after])):
-            if r not in mine:
-                continue  # another rank's line interleaved
+        own = [nx for nx, r in zip(after, _line_ranks([x for _, x in after])) if r in mine]
+        for k, (n, text) in enumerate(own):  # another rank's lines interleaved are skipped
             if _frame_line(text):
                 frames += 1
                 continue
@@ -2685,6 +2736,8 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
                     )
                     c.members.append(ev)
                 c.head = ev
+            elif frames and k + 1 < len(own) and _frame_line(own[k + 1][1]):
+                continue  # the rest of a frame line that another write cut in two
             break
 
 
