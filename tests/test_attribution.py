@@ -67,6 +67,10 @@ RANK_CASES = [
     # mpirun --timestamp-output --tag-output: ctime() glued to the tag
     ("Tue Nov 27 13:49:06 2018[1,10]<stdout>:F1127 13:49:06.743296 17418 cu.cc:5] boom", 10),
     ("Mon Jan  7 03:09:06 2019[1,2]<stderr>:RuntimeError: boom", 2),
+    # horovodrun under Gloo tags a worker's stream with its rank alone
+    ("[3]<stderr>:RuntimeError: boom", 3),
+    ("Tue Jun  9 20:10:40 2020[1]<stderr>:  what():  [http_store.cc:53] Wait timeout", 1),
+    ("[2020-06-09T20:10:40Z] cf108822 [RUNNING] ||  Tue Jun  9 20:10:40 2020[1]<stderr>:boom", 1),
     ("3: RuntimeError: boom", 3),
     ("worker-3: RuntimeError: boom", None),  # pdsh names a host, not a rank
     ("node12: [rank5]: RuntimeError: boom", 5),

@@ -2886,3 +2886,18 @@ def test_a_traceback_whose_frame_line_was_cut_by_another_write_ends_at_its_excep
     d = _diagnosed(tmp_path, "job.err", ["0: training ...", *torn])
     assert d.initiating is not None
     assert (d.initiating.text, d.initiating.rank) == ("36: [rank36]: StopIteration", 36)
+
+
+def test_a_cxx_terminate_is_named_by_its_what_line(tmp_path) -> None:
+    """libstdc++ prints the exception's type, then its message on the
+    ``what():`` line: the message says what failed, and names the incident."""
+    lines = [
+        "Tue Jun  9 20:10:40 2020[1]<stderr>:terminate called after throwing an instance of "
+        "'gloo::IoException'",
+        "Tue Jun  9 20:10:40 2020[1]<stderr>:  what():  [horovod/common/gloo/http_store.cc:53] "
+        "Wait for key(s): 0 gave up",
+        "Tue Jun  9 20:10:40 2020[1]<stderr>:*** Received signal 6 ***",
+    ]
+    d = _diagnosed(tmp_path, "trial.log", lines)
+    assert d.initiating is not None
+    assert (d.initiating.line, d.initiating.rank) == (2, 1), d.initiating

@@ -873,6 +873,7 @@ def rank_events(
         _ranks_from_file(cands, live, table, reader)
         _record_starts(cands, table, reader)
         _exception_lines(cands, table, reader, kb)
+        _what_lines(cands, table, reader)
         unmatched = _unmatched_tracebacks(live, table, reader, kb)
         _ranks_from_file(unmatched, live, table, reader)
         cands += unmatched
@@ -2738,6 +2739,36 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
                 c.head = ev
             elif frames and k + 1 < len(own) and _frame_line(own[k + 1][1]):
                 continue  # the rest of a frame line that another write cut in two
+            break
+
+
+#: libstdc++'s terminate handler: the exception's type, then its message
+_TERMINATE = "os-cxx-terminate"
+_WHAT = re.compile(r"(?:^|[\s:>|\]])what\(\): +\S")
+
+
+def _what_lines(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
+    """``terminate called after throwing an instance of 'gloo::IoException'``
+    names a type; the ``  what():  ...`` line under it says what failed (a
+    store's ``Wait timeout for key(s): 0``).  When no entry matched that line,
+    it is read back and names the incident (a line of another rank
+    interleaved between the two is skipped)."""
+    for c in cands[:64]:
+        head = c.head
+        if head is None or head.index < 0 or head.signature != _TERMINATE:
+            continue
+        taken = {m.line for m in c.members if m.file == head.file}
+        after = [(n, x) for n, x in _around(head, table, reader, 0, 3) if n > head.line]
+        mine = {None, head.rank, _line_rank(head.text)}
+        for (n, text), r in zip(after, _line_ranks([x for _, x in after])):
+            if n in taken:
+                break  # an entry read the message already
+            if r not in mine:
+                continue
+            if _WHAT.search(text[:512]):  # behind any prefix
+                ev = replace(head, index=-1, line=n, text=text[:2000])
+                c.members.append(ev)
+                c.head = ev
             break
 
 

@@ -134,7 +134,8 @@ _N = r"\d{1,7}"
 _MON = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
 
 # Tags a launcher or collector puts on every line of one process's stream.
-_MPI_TAG = r"\[\d+,\d+\]<std(?:out|err)>: ?"  # Open MPI --tag-output
+# Open MPI --tag-output [job,rank]; horovodrun under Gloo tags [rank] alone
+_MPI_TAG = r"\[(?:\d+,)?\d+\]<std(?:out|err)>: ?"
 _WORKER_TAG = r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?"  # Ray / vLLM workers
 
 # Prefixes launchers and log collectors put before a process's own text.
@@ -182,7 +183,7 @@ def prefix_length(text: str) -> int:
 
 _RANK_PREFIX_FORMS = (
     r"(?:\[rank(?P<a>" + _N + r")\]:"
-    r"|\[\d+,(?P<b>" + _N + r")\]<std(?:out|err)>:"
+    r"|\[(?:\d+,)?(?P<b>" + _N + r")\]<std(?:out|err)>:"
     r"|\s*(?P<c>" + _N + r"): "
     r"|\[(?P<d>" + _N + r")\]:."
     # IBM Spectrum MPI / PAMI glue the rank to the message: "[0]Error opening ..."
@@ -227,8 +228,11 @@ _RANK_TAG = (
     # the tensor-parallel rank is the global one unless pipeline stages
     # ("PP1 TP3") number the ranks again
     r"|\d\d:\d\d:\d\d(?: DP\d+)? TP(?P<sg>" + _N + r")(?: EP\d+)?\]"
+    # a launcher's stream tag behind a collector's prefix no chain knows
+    # (Determined: "[time] cf108822 [RUNNING] ||  <ctime>[1]<stderr>:")
+    r"|\[(?:\d+,)?(?P<hv>" + _N + r")\]<std(?:out|err)>:"
 )
-_RANK_TAG_GROUPS = "p r g t s m om o l dl ua ns sp sx jt hr sg".split()
+_RANK_TAG_GROUPS = "p r g t s m om o l dl ua ns sp sx jt hr sg hv".split()
 # The wordings a training script's own logger uses for its rank, in any case:
 # "[rank 2]", "[RANK: 2]", "rank=2", "rank[2]", "Rank 1 will connect", "rank 3 of 8",
 # "trainer.rank2".  Weaker than every form above (tried after them); a rank
