@@ -2901,3 +2901,33 @@ def test_a_cxx_terminate_is_named_by_its_what_line(tmp_path) -> None:
     d = _diagnosed(tmp_path, "trial.log", lines)
     assert d.initiating is not None
     assert (d.initiating.line, d.initiating.rank) == (2, 1), d.initiating
+
+
+def test_an_unknown_error_line_that_says_it_skipped_past_itself_is_no_failure(tmp_path) -> None:
+    lines = [
+        "[2024-04-02 01:59:21] Failed to download font: IBM Plex Sans, skipping!",
+        "[2024-04-02 01:59:22] step=1 loss=4.1 dt=0.2",
+        "[2024-04-02 01:59:23] Error: quota exceeded writing /scratch/ckpt/step1",
+    ]
+    d = _diagnosed(tmp_path, "train.log", lines)
+    assert d.initiating is not None and d.initiating.line == 3, d.initiating
+    from denpex_fast.analysis.levels import goes_on
+
+    assert goes_on("Could not set the permissions. Continuing without setting permissions.")
+    assert not goes_on("RuntimeError: skipping is not supported for this sampler")
+
+
+def test_unknown_error_lines_a_job_trained_past_and_then_ended_in_order_are_outlived(
+    tmp_path,
+) -> None:
+    steps = [f"[2024-04-02 01:59:{10 + n}] step={n} loss=3.{n} dt=0.2" for n in range(1, 6)]
+    error = "[2024-04-02 01:59:12] Error: could not reach the metrics server at 10.0.0.7"
+    end = "wandb: View run stilted-puddle-1 at: https://wandb.ai/team/proj/runs/lrcby4bd"
+    lines = [steps[0], error, *steps[1:], end]
+    d = _diagnosed(tmp_path, "train.log", lines)
+    assert d.verdict == "no-failure-found", (d.verdict, d.initiating)
+    assert any("outlived" in r for r in d.reasons), d.reasons
+    # killed from outside instead: no orderly end, the line stays the lead
+    d = _diagnosed(tmp_path, "train.log", lines[:-1])
+    assert d.verdict != "no-failure-found" and d.initiating is not None
+    assert d.initiating.line == 2

@@ -100,10 +100,6 @@ KNOWN_FALSE_ALARMS = {
     "1174-megatron-gdn-tp2-2node-test-suites-as-expected-dynamo-warnings-tcpstore-teardown-healthy": "after "
     "the test suites pass and training is done, a rank logs that it failed to check the "
     "'should dump' flag on rank 0's TCPStore, which had already exited: named",
-    "1185-polaris-pbs-mpiexec-ddp-8gpu-wordplay-critical-devid-font-download-failed-wandb-healthy": "a "
-    "plotting library's 'Failed to download font: IBM Plex Sans, skipping!' at start-up: named",
-    "1186-sophia-mpirun-ezpz-test-dist-wordplay-ddp-8gpu-hcoll-log-cat-ml-exited-with-error-healthy": "the "
-    "same font message on rank 6, among HCOLL's 'ml_discover_hierarchy exited with error' probes: named",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",

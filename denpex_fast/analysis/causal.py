@@ -73,7 +73,7 @@ from .incidents import (
     tier,
     triggers,
 )
-from .levels import narrated, warned
+from .levels import goes_on, narrated, warned
 
 SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -338,9 +338,14 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
             role, severity, phase = "context", "info", ""
         else:
             role, severity, phase = sig.role, sig.severity, sig.phase
-            if role != "context" and sig.framework in _GENERIC and narrated(cols["text"][i]):
+            if (
+                role != "context"
+                and sig.framework in _GENERIC
+                and (narrated(text := cols["text"][i]) or goes_on(text))
+            ):
                 # libraries report their own failures at WARN or above: generic
-                # error words in an INFO line are not a failure
+                # error words in an INFO line are not a failure.  Nor are they
+                # in a line that ends saying the program skipped past it
                 role = "context"
         events.append(
             Event(
@@ -958,13 +963,28 @@ def rank_events(
         # log cut mid-run looks (a stalled rank holds the others back by one
         # step too, so one step says nothing); the job stopped
         cands = []
+    # the end of each rank's newest progress file, read at most once
+    tails: Mapping[str, tuple[bytes, list[str]]] | None = {} if completed else None
+    if cands and not completed and reader is not None:
+        # every lead is an unknown error-like line the job trained past, and
+        # the job then ended in order: it outlived them all
+        trained_past = _trained_past(live)
+        if all(_catch_all_head(c, kb) and trained_past(c) is not None for c in cands):
+            tails = _last_step_lines(events, reader)
+            if _ended_itself(events, kb, tails):
+                first = min((c.head for c in cands if c.head is not None), key=_where_key)
+                rank_notes.append(
+                    f"{len(cands)} error-like line(s) no entry knows, the first at "
+                    f"{first.where()}, were followed by training and an orderly end: outlived"
+                )
+                cands = []
     if not cands and reader is not None:
         cands = _cut_tracebacks(live, table, reader, kb) or _hung_stacks(live, reader, kb)
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes + rank_notes
     if not cands:
-        # the end of each rank's newest progress file, read once for both checks
-        tails = {} if completed else _last_step_lines(events, reader)
+        if tails is None:
+            tails = _last_step_lines(events, reader)
         ended = None if completed else _ended_itself(events, kb, tails)
         stop = (
             None
@@ -1751,6 +1771,38 @@ def _drop_ignored(cands: list[Incident], events: Sequence[Event], kb: Any) -> li
 OUTLIVED_STEPS = 3
 
 
+def _where_key(e: Event) -> tuple[float, str, int]:
+    """Earliest first: by time, then by file and line."""
+    return (e.t if e.t is not None else math.inf, e.file, e.line)
+
+
+def _trained_past(events: Sequence[Event]) -> Callable[[Incident], float | None]:
+    """A test of whether the job trained on past an open-world candidate: the
+    time its ``OUTLIVED_STEPS``-th distinct later step (of the candidate's
+    rank, when it has one) was printed, or None."""
+    steps = sorted(
+        (
+            (e.t, e.rank, int(n))
+            for e in events
+            if e.t is not None and (n := field_number(e.fields, STEP_FIELDS)) is not None
+        ),
+        key=lambda s: s[0],
+    )
+
+    def went_on(c: Incident) -> float | None:
+        if c.tier != TIER_OPEN or c.t is None:
+            return None
+        seen: set[int] = set()
+        for t, r, n in steps:
+            if t > c.t and (c.rank is None or r is None or r == c.rank):
+                seen.add(n)
+                if len(seen) >= OUTLIVED_STEPS:
+                    return t
+        return None
+
+    return went_on
+
+
 def _drop_outlived(cands: list[Incident], events: Sequence[Event]) -> list[Incident]:
     """An error-like line no entry knows, after which the job trained on, is
     not why it failed later.
@@ -1759,34 +1811,12 @@ def _drop_outlived(cands: list[Incident], events: Sequence[Event]) -> list[Incid
     line, then 344 iterations, then Slurm's time limit: the job outlived the
     line.  It is dropped when at least ``OUTLIVED_STEPS`` distinct steps (of
     its rank, when it has one) were printed after it and another candidate
-    came after those steps; a job whose only lead it is keeps it.
+    came after those steps; a job whose only lead it is keeps it (unless the
+    job ended in order: :func:`rank_events`).
     """
-    steps = [
-        (e.t, e.rank, int(n))
-        for e in events
-        if e.t is not None and (n := field_number(e.fields, STEP_FIELDS)) is not None
-    ]
-    if not steps:
-        return cands
-
-    def went_on(c: Incident) -> float | None:
-        """When the job's third later step was printed, if it was."""
-        later = sorted(
-            (t, n)
-            for t, r, n in steps
-            if t > c.t and (c.rank is None or r is None or r == c.rank)  # type: ignore[operator]
-        )
-        seen: set[int] = set()
-        for t, n in later:
-            seen.add(n)
-            if len(seen) >= OUTLIVED_STEPS:
-                return t
-        return None
-
+    went_on = _trained_past(events)
     drop: set[int] = set()
     for k, c in enumerate(cands):
-        if c.tier != TIER_OPEN or c.t is None:
-            continue
         at = went_on(c)
         if at is not None and any(o.t is not None and o.t > at for o in cands if o is not c):
             drop.add(k)

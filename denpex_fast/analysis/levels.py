@@ -53,3 +53,19 @@ def warned(text: str) -> bool:
 def narrated(text: str) -> bool:
     """True when ``text`` was written at a logger's INFO or DEBUG level."""
     return _at_level(_NARRATED, text)
+
+
+# A message that says, in its own words, that the program goes on past what
+# it reports: "Failed to download font: IBM Plex Sans, skipping!", "...,
+# continuing without it", "falling back to ...".  Only the words at the end of
+# the message count: a failure quoted in front of them is the thing skipped.
+_GOES_ON = re.compile(
+    r"(?i)(?:[,;:.!-]|\s)\s*(?:skipping|continuing(?: without [\w' -]+| anyway)?"
+    r"|falling back to [\w' ./-]+|ignoring(?: it)?)\s*[.!]*\s*$"
+)
+
+
+def goes_on(text: str) -> bool:
+    """True when ``text`` ends by saying the program went on past it
+    (skipping, continuing, falling back, ignoring)."""
+    return _GOES_ON.search(text[-200:]) is not None
