@@ -45,6 +45,28 @@ def test_different_lines_stay_different(a: bytes, b: bytes) -> None:
     assert _native.template_hash(a) != _native.template_hash(b)
 
 
+@pytest.mark.parametrize(
+    "a,b,same",
+    [
+        # a number that runs past its word takes the rest of that word as text
+        (b"v 1.5deadbeef12", b"v 2.0deadbeef7", True),
+        (b"v 1.5deadbeef12", b"v 1.5cafebabe12", False),
+        # a hex id ends at its word: what follows is a new word, not part of a number
+        (b"id 12345678.5", b"id 1234567.5", False),
+        (b"id deadbeef12.5", b"id 0x1f.7", True),
+        # a masked part and the same literal byte are one template
+        (b"a1b", b"a#b", True),
+        (b"x /opt/y.py", b"x /", True),
+        # cut-off numbers, hex and paths at the end of a line
+        (b"ptr 0x", b"ptr 0x1f", False),
+        (b"v 1e-", b"v 1e-5", False),
+        (b"v 12.", b"v 12.5", False),
+    ],
+)
+def test_masking_edges(a: bytes, b: bytes, same: bool) -> None:
+    assert (_native.template_hash(a) == _native.template_hash(b)) is same
+
+
 def test_template_set_and_new_lines_in_chunks(tmp_path: Path) -> None:
     healthy = tmp_path / "healthy.log"
     healthy.write_bytes(
