@@ -2931,3 +2931,68 @@ def test_unknown_error_lines_a_job_trained_past_and_then_ended_in_order_are_outl
     d = _diagnosed(tmp_path, "train.log", lines[:-1])
     assert d.verdict != "no-failure-found" and d.initiating is not None
     assert d.initiating.line == 2
+
+
+def _megatron_steps(first: int, last: int, second: int = 10) -> list[str]:
+    """Megatron's iteration lines of rank 3, after a longer line (lines all
+    as long as the longest would read as a terminal's hard wraps in a paste)."""
+    return [
+        "0: > building GPT model with tensor-parallel size 2 and pipeline-parallel size 1 "
+        "(number of parameters on (tensor, pipeline) model parallel rank (0, 0): 632238080)"
+    ] + [
+        f"3:  [2026-06-18 16:59:{second + n:02d}.781854] iteration {n:8d}/     200 | "
+        "consumed samples: 4 | lm loss: 1.0E+01 |"
+        for n in range(first, last + 1)
+    ]
+
+
+def test_a_warning_the_job_trained_past_before_a_planned_exit_is_no_failure(tmp_path) -> None:
+    """Megatron starts from random weights when --load holds no checkpoint
+    (a warning), trains, and stops by its exit rule: the job did not fail."""
+    warning = "0: WARNING: could not find the metadata file /ckpt/latest_checkpointed_iteration.txt"
+    stop = "0: [exiting program at iteration 19] datetime: 2026-06-18 16:59:40.372064 "
+    lines = [warning, *_megatron_steps(1, 19), stop]
+    d = _diagnosed(tmp_path, "job.out", lines)
+    assert d.verdict == "no-failure-found", (d.verdict, d.initiating)
+    # the same run cut off before its exit line is no orderly end
+    d = _diagnosed(tmp_path, "job.out", lines[:-1])
+    assert d.verdict != "no-failure-found"
+
+
+def test_a_store_lost_after_the_processes_exited_in_order_is_teardown(tmp_path) -> None:
+    """Rank 0 hosts the TCPStore and exits first; its peers' background
+    threads then log that the store went away.  A watchdog's timeout after
+    the end is a teardown that hung, and stays a failure."""
+    exit_line = (
+        "1: [rank1]:[W618 16:59:34.745005731 ProcessGroupNCCL.cpp:1569] Warning: WARNING: "
+        "destroy_process_group() was not called before program exit, which can leak resources."
+    )
+    lost = (
+        "1: [rank1]:[W618 16:59:36.271523911 TCPStore.cpp:125] [c10d] recvValue failed on "
+        "SocketImpl(fd=69, addr=[nid007143]:55414, remote=[nid007143]:8888): Failed to recv, "
+        "got 0 bytes. Connection was likely closed."
+    )
+    poll = (
+        "1: [rank1]:[W618 16:59:36.274024701 ProcessGroupNCCL.cpp:1815] [PG ID 0 PG GUID "
+        '0(default_pg) Rank 1] Failed to check the "should dump" flag on TCPStore, (maybe '
+        "TCPStore server has shut down too early), with error: failed to recv, got 0 bytes"
+    )
+    lines = [*_megatron_steps(1, 5), exit_line, lost, poll]
+    d = _diagnosed(tmp_path, "job.err", lines)
+    assert d.verdict == "no-failure-found", (d.verdict, d.initiating)
+    assert any("teardown" in r for r in d.reasons), d.reasons
+    hung = (
+        "1: [rank1]:[E618 17:09:36.386001002 ProcessGroupNCCL.cpp:694] [Rank 1] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=812, OpType=BARRIER, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600046 milliseconds before timing out."
+    )
+    d = _diagnosed(tmp_path, "job.err", [*lines, hung])
+    assert d.verdict != "no-failure-found"
+
+
+def test_pytorchs_c10_logger_prefix_carries_its_level() -> None:
+    from denpex_fast.analysis.levels import narrated, warned
+
+    assert warned("2: [rank2]:[W618 16:59:36.273899873 ProcessGroupNCCL.cpp:1815] Failed")
+    assert narrated("[I1016 12:00:00.123456 ProcessGroupNCCL.cpp:895] [PG 0 Rank 0] init")
+    assert not warned("[E618 16:59:36.273899873 ProcessGroupNCCL.cpp:1815] Failed")

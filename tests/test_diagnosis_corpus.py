@@ -87,19 +87,6 @@ KNOWN_FALSE_ALARMS = {
     "1048-perlmutter-slurm-podman-pynamic-16384-rank-mpi-passed-teardown-step-cancelled-killed-healthy": "both "
     "runs pass; Slurm then cancels the background container step (one `sleep infinity` per "
     "node) when the batch script ends, and its CANCELLED banner is named",
-    "1117-deepspeed-zero3-4node-slurm-palmetto-tcpstore-rendezvous-shutdown-noise-healthy": "after "
-    "every rank printed its final results (the script's own words, no completion line), one "
-    "node's agent logs TCPStore recvVector/sendBytes failures as the rendezvous host had "
-    "already exited: the lost store connection is named",
-    "1171-megatron-4rank-data-exhaustion-stop-final-ckpt-tcpstore-shutdown-noise-healthy": "a "
-    "run that resumes from an empty directory prints Megatron's WARNING that the checkpoint "
-    "metadata file is missing (then starts from random weights): named as the failure",
-    "1173-megatron-14node-56rank-gdn-throughput-pass-300-iters-tcpstore-broken-pipe-teardown-healthy": "a "
-    "start-up 'Failed to inspect checkpoint in ...' line of a run that then trains 300/300 "
-    "iterations and exits: named",
-    "1174-megatron-gdn-tp2-2node-test-suites-as-expected-dynamo-warnings-tcpstore-teardown-healthy": "after "
-    "the test suites pass and training is done, a rank logs that it failed to check the "
-    "'should dump' flag on rank 0's TCPStore, which had already exited: named",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",

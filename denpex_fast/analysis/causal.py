@@ -951,10 +951,18 @@ def rank_events(
         and (
             went_on(c.head)
             or (completed and c.head.severity == "warning" and not _catch_all_head(c, kb))
+            # a peer's store going away, or a warning, after the end: teardown
+            or (completed and _store_lost_late(c, kb) and any(_after(c, e) for e in ends))
         )
     ]
     gone = {id(h) for h in outlived}
+    torn_down = any(
+        completed and _store_lost_late(c, kb) and any(_after(c, e) for e in ends) for c in cands
+    )
     cands = [c for c in cands if id(c.head) not in gone]
+    if torn_down and all(c.extra.get("virtual") for c in cands):
+        # the rank "the others waited for" was read from those teardown lines
+        cands = []
     only_lag = all(c.extra.get("laggard") and not c.extra.get("silent_suspect") for c in cands)
     if only_lag and (completed or all(c.extra.get("lag", 0) <= 1 for c in cands)):
         # no error anywhere.  The job says it finished: a rank whose last
@@ -966,17 +974,45 @@ def rank_events(
     # the end of each rank's newest progress file, read at most once
     tails: Mapping[str, tuple[bytes, list[str]]] | None = {} if completed else None
     if cands and not completed and reader is not None:
-        # every lead is an unknown error-like line the job trained past, and
-        # the job then ended in order: it outlived them all
-        trained_past = _trained_past(live)
-        if all(_catch_all_head(c, kb) and trained_past(c) is not None for c in cands):
+        # every lead is an unknown error-like line or a warning the job
+        # trained past, and the job then ended in order: it outlived them all
+        # (job-wide steps: a job that ended in order lost no rank on the way,
+        # and often one rank alone prints the iteration lines)
+        trained_past = _trained_past(live, warnings=True, any_rank=True)
+
+        def gone_past(c: Incident) -> bool:
+            h = c.head
+            return (
+                h is not None
+                and (_catch_all_head(c, kb) or h.severity == "warning")
+                and trained_past(c) is not None
+            )
+
+        # suspects read from absence (the rank others waited for, the one
+        # whose progress stopped first) stand on those lines: when they are
+        # outlived or came after the end, nobody was left waiting
+        leads = [c for c in cands if not c.extra.get("virtual")]
+        if leads and all(gone_past(c) or _store_lost_late(c, kb) for c in leads):
             tails = _last_step_lines(events, reader)
-            if _ended_itself(events, kb, tails):
-                first = min((c.head for c in cands if c.head is not None), key=_where_key)
-                rank_notes.append(
-                    f"{len(cands)} error-like line(s) no entry knows, the first at "
-                    f"{first.where()}, were followed by training and an orderly end: outlived"
-                )
+            end = _orderly_exit(events, kb, tails)
+            past = [c for c in leads if gone_past(c)]
+            late = [c for c in leads if not gone_past(c)]
+            if _ended_itself(events, kb, tails) and (
+                not late or (end is not None and all(_after(c, end) for c in late))
+            ):
+                if past:
+                    rank_notes.append(
+                        f"{len(past)} warning or unknown error-like line(s), the first at "
+                        f"{min((c.head for c in past), key=_where_key).where()}, were "  # type: ignore[arg-type]
+                        "followed by training and an orderly end: outlived"
+                    )
+                if late:
+                    rank_notes.append(
+                        f"{len(late)} line(s) of a lost store connection or a warning, the "
+                        f"first at {min((c.head for c in late), key=_where_key).where()}, came "  # type: ignore[arg-type]
+                        f"after the processes exited in order ({end.where()}): "  # type: ignore[union-attr]
+                        "teardown, the store's host had gone first"
+                    )
                 cands = []
     if not cands and reader is not None:
         cands = _cut_tracebacks(live, table, reader, kb) or _hung_stacks(live, reader, kb)
@@ -1447,7 +1483,6 @@ def _ended_itself(
     closing its run, PyTorch's warning at interpreter exit).  A process
     killed from outside prints neither.  None: it may have been stopped.
     ``tails``: the ends of the files that show progress (:func:`_last_step_lines`)."""
-    from .progress import step_lines
 
     last = _last_progress(events)
     finals = [t[-1] for _, t in tails.values() if t]
@@ -1460,6 +1495,24 @@ def _ended_itself(
                 f"the last progress line reached the total it counts to "
                 f"({counted[0].group(1)}/{counted[0].group(2)}), then the logs end without an error"
             )
+    e = _orderly_exit(events, kb, tails)
+    if e is None:
+        return None
+    return (
+        f"the processes exited in order ({e.where()}: {e.signature}) after "
+        + ("their last progress" if last is not None else "starting")
+        + ", without an error"
+    )
+
+
+def _orderly_exit(
+    events: Sequence[Event], kb: Any, tails: Mapping[str, tuple[bytes, list[str]]]
+) -> Event | None:
+    """The last line of a process exiting in order (an ``exit`` mark) printed
+    after the job's last progress line, if there is one."""
+    from .progress import step_lines
+
+    last = _last_progress(events)
     latest = max(
         (
             e.t
@@ -1475,17 +1528,15 @@ def _ended_itself(
             continue
         tail = tails.get(e.file)
         if tail is not None:
-            # no progress line of its file after it
+            # no progress line of its file after it (its own line may name
+            # the iteration it stopped at)
             at = tail[0].rfind(_body(e.text).encode("utf-8", "replace")[:200])
-            if at < 0 or step_lines(tail[0][at:], 1)[1]:
+            after = tail[0].find(b"\n", at) + 1 if at >= 0 else 0
+            if at < 0 or (after and step_lines(tail[0][after:], 1)[1]):
                 continue
         if latest is not None and e.t is not None and e.t < latest:
             continue
-        return (
-            f"the processes exited in order ({e.where()}: {e.signature}) after "
-            + ("their last progress" if last is not None else "starting")
-            + ", without an error"
-        )
+        return e
     return None
 
 
@@ -1776,10 +1827,44 @@ def _where_key(e: Event) -> tuple[float, str, int]:
     return (e.t if e.t is not None else math.inf, e.file, e.line)
 
 
-def _trained_past(events: Sequence[Event]) -> Callable[[Incident], float | None]:
-    """A test of whether the job trained on past an open-world candidate: the
-    time its ``OUTLIVED_STEPS``-th distinct later step (of the candidate's
-    rank, when it has one) was printed, or None."""
+def _store_lost_late(c: Incident, kb: Any) -> bool:
+    """A line a process logs at its teardown when its peer, the store's host,
+    exited first: a lost store connection (a collateral symptom of the
+    rendezvous), or an unknown error-like line at a logger's WARNING level
+    (PyTorch's ``Failed to check the "should dump" flag on TCPStore``).  Not
+    a watchdog's timeout: a teardown that hung is a failure.  Whether it came
+    after the job's orderly end is for the caller to check."""
+
+    def teardown_line(m: Event) -> bool:
+        return (
+            m.role == "context"
+            or (m.role == "symptom" and m.phase == "rendezvous")
+            or ("catch-all" in marks(kb, m.signature) and warned(m.text))
+        )
+
+    return (
+        c.head is not None
+        and not c.extra.get("virtual")
+        and c.tier in (TIER_COLLATERAL, TIER_OPEN)
+        and all(teardown_line(m) for m in c.members)
+    )
+
+
+def _after(c: Incident, end: Event) -> bool:
+    h = c.head
+    return h is not None and (
+        (h.file == end.file and h.line > end.line)
+        or (c.t is not None and end.t is not None and c.t >= end.t)
+    )
+
+
+def _trained_past(
+    events: Sequence[Event], warnings: bool = False, any_rank: bool = False
+) -> Callable[[Incident], float | None]:
+    """A test of whether the job trained on past an open-world candidate (or,
+    with ``warnings``, an entry of warning severity): the time its
+    ``OUTLIVED_STEPS``-th distinct later step (of the candidate's rank, when
+    it has one, unless ``any_rank``) was printed, or None."""
     steps = sorted(
         (
             (e.t, e.rank, int(n))
@@ -1790,11 +1875,12 @@ def _trained_past(events: Sequence[Event]) -> Callable[[Incident], float | None]
     )
 
     def went_on(c: Incident) -> float | None:
-        if c.tier != TIER_OPEN or c.t is None:
+        warned = warnings and c.head is not None and c.head.severity == "warning"
+        if (c.tier != TIER_OPEN and not warned) or c.t is None:
             return None
         seen: set[int] = set()
         for t, r, n in steps:
-            if t > c.t and (c.rank is None or r is None or r == c.rank):
+            if t > c.t and (any_rank or c.rank is None or r is None or r == c.rank):
                 seen.add(n)
                 if len(seen) >= OUTLIVED_STEPS:
                     return t
