@@ -2996,3 +2996,24 @@ def test_pytorchs_c10_logger_prefix_carries_its_level() -> None:
     assert warned("2: [rank2]:[W618 16:59:36.273899873 ProcessGroupNCCL.cpp:1815] Failed")
     assert narrated("[I1016 12:00:00.123456 ProcessGroupNCCL.cpp:895] [PG 0 Rank 0] init")
     assert not warned("[E618 16:59:36.273899873 ProcessGroupNCCL.cpp:1815] Failed")
+
+
+def test_native_lines_untagged_among_python_tagged_workers_are_no_script_preamble(
+    tmp_path,
+) -> None:
+    """vLLM tags its workers' Python output ``(Worker pid=N)``; NCCL writes
+    its own lines untagged from C.  Its WARN before the workers' exceptions is
+    the process's first print, not a batch script's line."""
+    lines = [
+        "[2026-05-22 10:26:17] d4fde3314201:13737:13737 [4] misc/shmutils.cc:93 NCCL WARN "
+        "Call to open failed: No such file or directory",
+        *[
+            f"(Worker pid=13740) INFO 05-22 10:26:17 [parallel_state.py:{n}] rank 7 in world "
+            "size 8 is assigned as DP rank 0, PP rank 0, TP rank 7"
+            for n in range(12)
+        ],
+        "(Worker pid=13740) ERROR 05-22 10:26:17 [multiproc_executor.py:870] RuntimeError: "
+        "NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+    ]
+    d = _diagnosed(tmp_path, "vllm.log", lines)
+    assert d.initiating is not None and d.initiating.line == 1, d.initiating

@@ -54,7 +54,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from ..facts.attribution import STREAM_TAG, prefix_length
+from ..facts.attribution import FD_STREAM_TAG, STREAM_TAG, prefix_length
 from ..schema import file_names
 from .incidents import (
     TIER_CAUSE,
@@ -1917,8 +1917,9 @@ def _drop_preamble(cands: list[Incident], events: Sequence[Event], kb: Any) -> l
     wrote a line, is not why those processes failed later with an error of
     their own.
 
-    Under ``srun -l`` (and other collectors that tag every line of a
-    process's stream) the script's lines carry no tag: ``cat: nemo: No such
+    Under ``srun -l`` (and other launchers that tag the output streams of
+    the processes they start, native libraries' writes included) the
+    script's lines carry no tag: ``cat: nemo: No such
     file or directory``, ``slurm_script: line 363: python: command not
     found``, a tool's traceback from another interpreter.  The shell went on
     to launch the job, whose ranks then failed in their own code.  Such a
@@ -1928,7 +1929,7 @@ def _drop_preamble(cands: list[Incident], events: Sequence[Event], kb: Any) -> l
     and no entry says the line causes it (``caused_by``)."""
     first_tagged: dict[str, int] = {}
     for e in events:
-        if STREAM_TAG.match(e.text) and e.line < first_tagged.get(e.file, 1 << 62):
+        if FD_STREAM_TAG.match(e.text) and e.line < first_tagged.get(e.file, 1 << 62):
             first_tagged[e.file] = e.line
     if not first_tagged:
         return cands
@@ -1938,7 +1939,7 @@ def _drop_preamble(cands: list[Incident], events: Sequence[Event], kb: Any) -> l
         return (
             h is not None
             and c.tier in (TIER_CAUSE, TIER_OWN_SYMPTOM, TIER_OPEN)
-            and STREAM_TAG.match(h.text) is not None
+            and FD_STREAM_TAG.match(h.text) is not None
             and h.phase not in _LAUNCH_PHASES
             and not teardown(kb, h.signature)
         )
@@ -1947,7 +1948,7 @@ def _drop_preamble(cands: list[Incident], events: Sequence[Event], kb: Any) -> l
     for k, c in enumerate(cands):
         h = c.head
         start = first_tagged.get(c.file)
-        if h is None or start is None or h.line >= start or STREAM_TAG.match(h.text):
+        if h is None or start is None or h.line >= start or FD_STREAM_TAG.match(h.text):
             continue
         if any(
             o.file == c.file

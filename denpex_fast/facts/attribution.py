@@ -173,6 +173,15 @@ STREAM_TAG = re.compile(
 )
 
 
+#: the tags of :data:`STREAM_TAG` a launcher puts on a process's output
+#: stream itself (its file descriptors): srun's label, Open MPI's tag,
+#: torchrun's.  Native libraries' writes carry them too, unlike the
+#: Python-level tags of Ray and vLLM workers, which NCCL's own lines lack.
+FD_STREAM_TAG = re.compile(
+    r"^\s*(?:" + _MPI_TAG + r"|\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\d{1,5}: )"
+)
+
+
 def prefix_length(text: str) -> int:
     """How many leading characters of ``text`` are launcher or collector
     prefixes (rank tags, timestamps, pod or service names) rather than the
