@@ -87,9 +87,6 @@ KNOWN_FALSE_ALARMS = {
     "1048-perlmutter-slurm-podman-pynamic-16384-rank-mpi-passed-teardown-step-cancelled-killed-healthy": "both "
     "runs pass; Slurm then cancels the background container step (one `sleep infinity` per "
     "node) when the batch script ends, and its CANCELLED banner is named",
-    "1213-sophia-mpirun-wordplay-ddp-8gpu-wandb-summary-overfit-val-loss-healthy": "a "
-    "paste that ends with wandb's run summary table (no 'View run' or 'Synced' line): "
-    "reported stopped",
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",
