@@ -3017,3 +3017,24 @@ def test_native_lines_untagged_among_python_tagged_workers_are_no_script_preambl
     ]
     d = _diagnosed(tmp_path, "vllm.log", lines)
     assert d.initiating is not None and d.initiating.line == 1, d.initiating
+
+
+def test_the_nccl_warn_before_its_threads_error_return_trace_names_the_chain(tmp_path) -> None:
+    """A thread's WARNs it went past (reading /sys with a fallback) come
+    before the WARN of the call that failed, whose error code the thread then
+    returns up its stack (``-> 3``)."""
+    t = "node-0:188802:188815 [2]"
+    lines = [
+        f"{t} /src/misc/alt_rsmi.cc:694 NCCL WARN Could not read node # 5",
+        "",
+        f"{t} /src/misc/alt_rsmi.cc:653 NCCL WARN Could not read node # 5",
+        f"{t} NCCL INFO initialized internal alternative rsmi functionality",
+        f"{t} NCCL INFO Topology detection : could not read /sys/devices/pci0002:00/max_link_speed",
+        "",
+        f"{t} /src/graph/paths.cc:82 NCCL WARN Failed to find reverse path from remNode 0/200000 "
+        "nlinks 3 to node 0/700000",
+        f"{t} NCCL INFO /src/graph/paths.cc:608 -> 3",
+        f"{t} NCCL INFO /src/init.cc:1248 -> 3",
+    ]
+    d = _diagnosed(tmp_path, "all_reduce_perf.log", lines)
+    assert d.initiating is not None and d.initiating.line == 7, d.initiating

@@ -879,6 +879,7 @@ def rank_events(
         _record_starts(cands, table, reader)
         _exception_lines(cands, table, reader, kb)
         _what_lines(cands, table, reader)
+        _returned_warns(cands, kb)
         unmatched = _unmatched_tracebacks(live, table, reader, kb)
         _ranks_from_file(unmatched, live, table, reader)
         cands += unmatched
@@ -2887,6 +2888,38 @@ def _what_lines(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None
                 c.members.append(ev)
                 c.head = ev
             break
+
+
+#: NCCL's error-return trace: ``host:pid:tid [dev] NCCL INFO file.cc:N -> 3``
+_NCCL_THREAD = re.compile(r"([\w.-]+:\d+:\d+) \[\d+\]")
+_NCCL_RETURN = re.compile(r"NCCL INFO \S+:\d+ -> [1-9]\d*\s*$")
+#: lines between a WARN and the return trace of the call that failed
+RETURN_TRACE_LINES = 4
+
+
+def _returned_warns(cands: Sequence[Incident], kb: Any) -> None:
+    """In a thread's chain of NCCL ``WARN`` lines no entry knows, the WARNs
+    printed together right before the thread's first error-return trace
+    (``NCCL INFO graph/paths.cc:608 -> 3``) are the failing call's; the WARNs
+    before them that the thread went past (``Could not read node # 5`` while
+    reading ``/sys``, a fallback covering it) are not.  The first of the
+    failing call's WARNs names the incident."""
+    for c in cands[:64]:
+        h = c.head
+        if h is None or "NCCL WARN" not in h.text or not _catch_all_head(c, kb):
+            continue
+        members = sorted(c.members, key=lambda m: m.line)
+        ret = next((m for m in members if _NCCL_RETURN.search(m.text)), None)
+        thread = _NCCL_THREAD.search(ret.text) if ret is not None else None
+        if ret is None or thread is None or ret.line <= h.line:
+            continue
+        warns = [m for m in members if "NCCL WARN" in m.text and thread.group(1) in m.text]
+        call = [m for m in warns if ret.line - RETURN_TRACE_LINES <= m.line < ret.line][-1:]
+        for m in reversed(warns):  # the WARNs printed together with it (a blank line apart)
+            if call and m.line < call[0].line and call[0].line - m.line <= 2:
+                call.insert(0, m)
+        if call and call[0].line > h.line:
+            c.head = call[0]
 
 
 def _frames_follow(after: Sequence[tuple[int, str]]) -> bool:
