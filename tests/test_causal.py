@@ -3038,3 +3038,30 @@ def test_the_nccl_warn_before_its_threads_error_return_trace_names_the_chain(tmp
     ]
     d = _diagnosed(tmp_path, "all_reduce_perf.log", lines)
     assert d.initiating is not None and d.initiating.line == 7, d.initiating
+
+
+def test_nccl_tests_rank_table_names_the_rank_of_a_device_of_one_process(tmp_path) -> None:
+    """nccl-tests with -g 4: one process, four GPUs.  NCCL's line names the
+    pid and the device; the table the test printed first gives the rank.  A
+    thread's WARN chain with no error-return trace after it is one the thread
+    went past; the chain that returns an error is the failure."""
+    table = [
+        f"#  Rank  {d} Group  0 Pid 188802 on     node-0 device  {d} [000{d}:00:00] AMD Instinct MI300X VF"
+        for d in range(4)
+    ]
+    probe = [
+        f"node-0:188802:{188813 + d} [{d}] /src/misc/alt_rsmi.cc:694 NCCL WARN Could not read node # 5"
+        for d in (2, 0, 0, 0, 0, 0)
+    ]
+    failing = [
+        "node-0:188802:188815 [2] /src/graph/paths.cc:82 NCCL WARN Failed to find reverse path "
+        "from remNode 0/200000 nlinks 3 to node 0/700000",
+        "node-0:188802:188815 [2] NCCL INFO /src/graph/paths.cc:608 -> 3",
+    ]
+    init = (
+        "node-0:188802:188813 [0] NCCL INFO comm 0x32ca780 rank 0 nranks 4 cudaDev 0 busId "
+        "200000 commId 0xa140d81a47b5f3aa - Init START"
+    )
+    d = _diagnosed(tmp_path, "all_reduce_perf.log", [*table, init, *probe, "", *failing])
+    assert d.initiating is not None
+    assert (d.initiating.line, d.initiating.rank) == (13, 2), d.initiating

@@ -854,6 +854,7 @@ def rank_events(
     rank_notes: list[str] = []
     nodes = _global_ranks(live, rank_notes)
     _subgroup_ranks(live)
+    _rank_table_ranks(live)  # pid and device first: one process may hold several ranks
     _pid_ranks(live)
     _signal_ranks(live)
     _reported_ranks(live)
@@ -879,7 +880,7 @@ def rank_events(
         _record_starts(cands, table, reader)
         _exception_lines(cands, table, reader, kb)
         _what_lines(cands, table, reader)
-        _returned_warns(cands, kb)
+        cands = _returned_warns(cands, kb)
         unmatched = _unmatched_tracebacks(live, table, reader, kb)
         _ranks_from_file(unmatched, live, table, reader)
         cands += unmatched
@@ -2199,6 +2200,54 @@ def _pid_ranks(events: Sequence[Event]) -> None:
                 e.rank = r
 
 
+#: NCCL's own prefix on every line: ``host:pid:tid [device]``
+_NCCL_HOST_PID_DEVICE = re.compile(r"(?:^|[\s\]])([\w.-]+):(\d+):\d+ \[(\d{1,3})\] ")
+_RANK_TABLE = "nccl-tests-rank-table"
+
+
+def _rank_table_ranks(events: Sequence[Event]) -> None:
+    """The rank of an NCCL line from the process's pid and NCCL's device
+    prefix together (``host:pid:tid [2]``): a process that drives several
+    GPUs (nccl-tests ``-g 4``, a single-process framework) has one pid and
+    one rank per device, so its pid alone names none.  The pairs come from
+    the rank table nccl-tests and rccl-tests print first (``#  Rank  2 Group
+    0 Pid 188802 on node-0 device  2``) and from NCCL's own lines that state
+    a rank (``comm 0x... rank 2 nranks 4 cudaDev 2 ... Init START``; a
+    sub-communicator's local rank was cleared before).  A pair seen with two
+    ranks is not used.  For a process with several devices the pair's rank
+    replaces one its lines got by pid alone."""
+    table: dict[tuple[str, str, str], int | None] = {}
+
+    def put(key: tuple[str, str, str], rank: int) -> None:
+        table[key] = rank if table.get(key, rank) == rank else None
+
+    for e in events:
+        if e.signature == _RANK_TABLE:
+            f = e.fields
+            if all(f.get(k) for k in ("table_rank", "table_pid", "table_host", "table_device")):
+                put((f["table_host"], f["table_pid"], f["table_device"]), int(f["table_rank"]))
+        elif (
+            e.rank is not None
+            and (m := _NCCL_HOST_PID_DEVICE.search(e.text[:256]))
+            and (c := _COMM_RANK.search(e.text))
+            and int(c.group(1)) == e.rank  # the line's own words, not a rank carried to it
+        ):
+            put((m.group(1), m.group(2), m.group(3)), e.rank)
+    if not table:
+        return
+    # a process with several devices: a rank carried to its lines by pid
+    # alone (attribution's same-process fill) is one of its ranks, maybe not
+    # this device's
+    devices: Counter[tuple[str, str]] = Counter((h, p) for h, p, _ in table)
+    for e in events:
+        if (m := _NCCL_HOST_PID_DEVICE.search(e.text[:256])) is None:
+            continue
+        host, pid, dev = m.groups()
+        r = table.get((host, pid, dev))
+        if r is not None and (e.rank is None or devices[(host, pid)] > 1):
+            e.rank = r
+
+
 _NCCL_DEVICE = re.compile(r"(?:^|[\s:])\[(\d{1,3})\] (?:[\w./-]+:\d+ )?NCCL (?:WARN|INFO|ERROR)")
 
 
@@ -2897,21 +2946,29 @@ _NCCL_RETURN = re.compile(r"NCCL INFO \S+:\d+ -> [1-9]\d*\s*$")
 RETURN_TRACE_LINES = 4
 
 
-def _returned_warns(cands: Sequence[Incident], kb: Any) -> None:
+def _returned_warns(cands: list[Incident], kb: Any) -> list[Incident]:
     """In a thread's chain of NCCL ``WARN`` lines no entry knows, the WARNs
     printed together right before the thread's first error-return trace
     (``NCCL INFO graph/paths.cc:608 -> 3``) are the failing call's; the WARNs
     before them that the thread went past (``Could not read node # 5`` while
     reading ``/sys``, a fallback covering it) are not.  The first of the
-    failing call's WARNs names the incident."""
-    for c in cands[:64]:
+    failing call's WARNs names the incident.  And when some such chains of
+    the job hold a return trace, those that hold none are no candidates:
+    their threads went on past them."""
+    chains = [
+        c
+        for c in cands[:64]
+        if c.head is not None and "NCCL WARN" in c.head.text and _catch_all_head(c, kb)
+    ]
+    returned = [c for c in chains if any(_NCCL_RETURN.search(m.text) for m in c.members)]
+    if not returned:
+        return cands
+    for c in returned:
         h = c.head
-        if h is None or "NCCL WARN" not in h.text or not _catch_all_head(c, kb):
-            continue
         members = sorted(c.members, key=lambda m: m.line)
         ret = next((m for m in members if _NCCL_RETURN.search(m.text)), None)
         thread = _NCCL_THREAD.search(ret.text) if ret is not None else None
-        if ret is None or thread is None or ret.line <= h.line:
+        if h is None or ret is None or thread is None or ret.line <= h.line:
             continue
         warns = [m for m in members if "NCCL WARN" in m.text and thread.group(1) in m.text]
         call = [m for m in warns if ret.line - RETURN_TRACE_LINES <= m.line < ret.line][-1:]
@@ -2920,6 +2977,8 @@ def _returned_warns(cands: Sequence[Incident], kb: Any) -> None:
                 call.insert(0, m)
         if call and call[0].line > h.line:
             c.head = call[0]
+    went_on = {id(c) for c in chains if not any(c is r for r in returned)}
+    return [c for c in cands if id(c) not in went_on]
 
 
 def _frames_follow(after: Sequence[tuple[int, str]]) -> bool:
