@@ -3065,3 +3065,23 @@ def test_nccl_tests_rank_table_names_the_rank_of_a_device_of_one_process(tmp_pat
     d = _diagnosed(tmp_path, "all_reduce_perf.log", [*table, init, *probe, "", *failing])
     assert d.initiating is not None
     assert (d.initiating.line, d.initiating.rank) == (13, 2), d.initiating
+
+
+def test_open_mpis_missing_libcuda_banner_is_a_fallback_not_the_failure(tmp_path) -> None:
+    banner = [
+        "--------------------------------------------------------------------------",
+        "The library attempted to open the following supporting CUDA libraries,",
+        "but each of them failed.  CUDA-aware support is disabled.",
+        "libcuda.so.1: cannot open shared object file: No such file or directory",
+        "libcuda.dylib: cannot open shared object file: No such file or directory",
+        "/usr/lib64/libcuda.so.1: cannot open shared object file: No such file or directory",
+        "--------------------------------------------------------------------------",
+    ]
+    failure = [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 27, in <module>',
+        "    ax.init(",
+        "ZeroDivisionError: integer division or modulo by zero",
+    ]
+    d = _diagnosed(tmp_path, "slurm-4741176.out", [*banner, *failure])
+    assert d.initiating is not None and d.initiating.line == 11, d.initiating
