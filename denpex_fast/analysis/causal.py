@@ -341,11 +341,14 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
             if (
                 role != "context"
                 and sig.framework in _GENERIC
-                and (narrated(text := cols["text"][i]) or goes_on(text))
+                and (
+                    narrated(text := cols["text"][i]) or (goes_on(text) and sig.phase != "numerics")
+                )
             ):
                 # libraries report their own failures at WARN or above: generic
                 # error words in an INFO line are not a failure.  Nor are they
-                # in a line that ends saying the program skipped past it
+                # in a line that ends saying the program skipped past it (a
+                # non-finite loss it went on with is still the run's anomaly)
                 role = "context"
         events.append(
             Event(
