@@ -3087,8 +3087,9 @@ def test_open_mpis_missing_libcuda_banner_is_a_fallback_not_the_failure(tmp_path
     assert d.initiating is not None and d.initiating.line == 11, d.initiating
 
 
-def test_a_non_finite_loss_the_program_went_on_with_stays_its_anomaly() -> None:
-    from denpex_fast.analysis.levels import goes_on
-
+def test_a_non_finite_loss_the_program_went_on_with_stays_its_anomaly(tmp_path) -> None:
     # the words say it went on; the numerics entry keeps the line all the same
-    assert goes_on("step 15: loss is nan, continuing")
+    d = _diagnosed(
+        tmp_path, "train.log", ["step 14: loss 2.31", "step 15: loss is nan, continuing"]
+    )
+    assert d.initiating is not None and d.initiating.line == 2, d.initiating
