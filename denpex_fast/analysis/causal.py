@@ -949,6 +949,12 @@ def rank_events(
     # metrics); an unknown error word after the end may be a teardown that hung.
     # The report lists them without calling the job failed
     went_on = _went_on(events, ends, kb)
+    # a peer's store going away, or a warning, after the end: teardown
+    torn_down = {
+        id(c)
+        for c in cands
+        if completed and _store_lost_late(c, kb) and any(_after(c, e) for e in ends)
+    }
     outlived = [
         c.head
         for c in cands
@@ -956,14 +962,10 @@ def rank_events(
         and (
             went_on(c.head)
             or (completed and c.head.severity == "warning" and not _catch_all_head(c, kb))
-            # a peer's store going away, or a warning, after the end: teardown
-            or (completed and _store_lost_late(c, kb) and any(_after(c, e) for e in ends))
+            or id(c) in torn_down
         )
     ]
     gone = {id(h) for h in outlived}
-    torn_down = any(
-        completed and _store_lost_late(c, kb) and any(_after(c, e) for e in ends) for c in cands
-    )
     cands = [c for c in cands if id(c.head) not in gone]
     if torn_down and all(c.extra.get("virtual") for c in cands):
         # the rank "the others waited for" was read from those teardown lines
@@ -2203,8 +2205,9 @@ def _pid_ranks(events: Sequence[Event]) -> None:
                 e.rank = r
 
 
-#: NCCL's own prefix on every line: ``host:pid:tid [device]``
-_NCCL_HOST_PID_DEVICE = re.compile(r"(?:^|[\s\]])([\w.-]+):(\d+):\d+ \[(\d{1,3})\] ")
+#: NCCL's own prefix on every line: ``host:pid:tid [device]`` (the thread is
+#: host, pid and tid)
+_NCCL_HOST_PID_DEVICE = re.compile(r"(?:^|[\s\]])([\w.-]+):(\d+):(\d+) \[(\d{1,3})\] ")
 _RANK_TABLE = "nccl-tests-rank-table"
 
 
@@ -2235,7 +2238,7 @@ def _rank_table_ranks(events: Sequence[Event]) -> None:
             and (c := _COMM_RANK.search(e.text))
             and int(c.group(1)) == e.rank  # the line's own words, not a rank carried to it
         ):
-            put((m.group(1), m.group(2), m.group(3)), e.rank)
+            put((m.group(1), m.group(2), m.group(4)), e.rank)
     if not table:
         return
     # a process with several devices: a rank carried to its lines by pid
@@ -2245,7 +2248,7 @@ def _rank_table_ranks(events: Sequence[Event]) -> None:
     for e in events:
         if (m := _NCCL_HOST_PID_DEVICE.search(e.text[:256])) is None:
             continue
-        host, pid, dev = m.groups()
+        host, pid, _, dev = m.groups()
         r = table.get((host, pid, dev))
         if r is not None and (e.rank is None or devices[(host, pid)] > 1):
             e.rank = r
@@ -2943,7 +2946,6 @@ def _what_lines(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None
 
 
 #: NCCL's error-return trace: ``host:pid:tid [dev] NCCL INFO file.cc:N -> 3``
-_NCCL_THREAD = re.compile(r"([\w.-]+:\d+:\d+) \[\d+\]")
 _NCCL_RETURN = re.compile(r"NCCL INFO \S+:\d+ -> [1-9]\d*\s*$")
 #: lines between a WARN and the return trace of the call that failed
 RETURN_TRACE_LINES = 4
@@ -2970,10 +2972,11 @@ def _returned_warns(cands: list[Incident], kb: Any) -> list[Incident]:
         h = c.head
         members = sorted(c.members, key=lambda m: m.line)
         ret = next((m for m in members if _NCCL_RETURN.search(m.text)), None)
-        thread = _NCCL_THREAD.search(ret.text) if ret is not None else None
-        if h is None or ret is None or thread is None or ret.line <= h.line:
+        origin = _NCCL_HOST_PID_DEVICE.search(ret.text) if ret is not None else None
+        if h is None or ret is None or origin is None or ret.line <= h.line:
             continue
-        warns = [m for m in members if "NCCL WARN" in m.text and thread.group(1) in m.text]
+        thread = ":".join(origin.group(1, 2, 3))
+        warns = [m for m in members if "NCCL WARN" in m.text and thread in m.text]
         call = [m for m in warns if ret.line - RETURN_TRACE_LINES <= m.line < ret.line][-1:]
         for m in reversed(warns):  # the WARNs printed together with it (a blank line apart)
             if call and m.line < call[0].line and call[0].line - m.line <= 2:
