@@ -27,8 +27,8 @@ SOURCES = [HERE / "denpex_scan.c", HERE / "denpex_template.c", HERE / "denpex_fo
 
 INSTALL_HINT = (
     "denpex_fast needs the Hyperscan/Vectorscan library (libhs) and pkg-config to build.\n"
-    "  Debian/Ubuntu: sudo apt-get install -y pkg-config libvectorscan-dev\n"
-    "                 (or libhyperscan-dev on x86_64)\n"
+    "  Debian/Ubuntu: sudo apt-get install -y pkg-config libhyperscan-dev\n"
+    "                 (libvectorscan-dev on CPUs other than x86_64)\n"
     "  Fedora:        sudo dnf install -y pkgconf hyperscan-devel\n"
     "  macOS:         brew install pkg-config vectorscan\n"
     "If libhs is installed in a non-standard prefix, set PKG_CONFIG_PATH to its lib/pkgconfig."

@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
     raise ImportError(
         "denpex_fast's native scanner (denpex_fast._denpex_scan) is not built. "
         "Install the package with `pip install .` (needs pkg-config and libhs: "
-        "`apt-get install -y pkg-config libvectorscan-dev`), or run "
+        "`apt-get install -y pkg-config libhyperscan-dev`), or run "
         "`python csrc/build_ffi.py` in a source checkout."
     ) from exc
 
