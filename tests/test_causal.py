@@ -3093,3 +3093,72 @@ def test_a_non_finite_loss_the_program_went_on_with_stays_its_anomaly(tmp_path) 
         tmp_path, "train.log", ["step 14: loss 2.31", "step 15: loss is nan, continuing"]
     )
     assert d.initiating is not None and d.initiating.line == 2, d.initiating
+
+
+def _guarded_import_crash(warned: str) -> list[str]:
+    """A library that caught an ImportError, warned and went on, then failed
+    on the name it could not import."""
+    return [
+        "[2025-08-21 17:42:31,780] [INFO] [real_accelerator.py:260:get_accelerator] Setting "
+        "ds_accelerator to cuda (auto detect)",
+        f"[WARNING] ZenFlow disabled: torch internal optimizer symbols could not be imported: "
+        f"cannot import name '{warned}' from 'torch.optim.optimizer'",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/bin/train", line 5, in <module>',
+        "    import deepspeed as ds",
+        '  File "/usr/lib/python3/site-packages/deepspeed/ops/adam/zenflow_torch_adam.py", '
+        "line 685, in <module>",
+        "    @_disable_dynamo_if_unsupported(single_tensor_fn=_single_tensor_adamw)",
+        "NameError: name '_disable_dynamo_if_unsupported' is not defined",
+    ]
+
+
+def test_a_warning_quoting_the_name_an_exception_misses_heads_it(tmp_path) -> None:
+    """The exception says a name is missing; the warning before it, quoting
+    that name, is where the program noticed and went on without it."""
+    d = _diagnosed(tmp_path, "console.log", _guarded_import_crash("_disable_dynamo_if_unsupported"))
+    assert d.initiating is not None and d.initiating.line == 2, d.initiating
+
+
+def test_a_warning_quoting_another_name_leaves_the_exception_first(tmp_path) -> None:
+    d = _diagnosed(tmp_path, "console.log", _guarded_import_crash("_use_grad_for_differentiable"))
+    assert d.initiating is not None and d.initiating.line == 8, d.initiating
+
+
+def _logged_record(prefix: str) -> list[str]:
+    """``logger.exception("EngineCore failed to start.")`` of a logger that
+    writes ``prefix`` before every line of the record."""
+    return [
+        "INFO 07-31 19:35:33 [model_runner.py:1745] Starting to load model /models/qwen3",
+        f"{prefix}EngineCore failed to start.",
+        f"{prefix}Traceback (most recent call last):",
+        f'{prefix}  File "/vllm/model_executor/model_loader/default_loader.py", line 198, in load',
+        f"{prefix}    weights_iterator = safetensors_weights_iterator(",
+        f"{prefix}TypeError: _safetensors_weights_iterator() takes 1 positional argument but "
+        "2 were given",
+    ]
+
+
+def test_a_logged_records_exception_line_names_it_behind_the_loggers_prefix(tmp_path) -> None:
+    """vLLM writes its prefix on every line of a record: the message, the
+    traceback's header, the frames and the exception line, which says what
+    failed."""
+    d = _diagnosed(tmp_path, "serve.log", _logged_record("ERROR 07-31 19:35:35 [core.py:586] "))
+    assert d.initiating is not None and d.initiating.line == 6, d.initiating
+    assert d.initiating.text.startswith("ERROR 07-31 19:35:35 [core.py:586] TypeError: ")
+
+
+def test_an_error_line_before_a_traceback_of_its_own_stays_the_cause(tmp_path) -> None:
+    """Without a shared prefix the line before a traceback is a fault of its
+    own that the program then died of (ssh could not resolve the host the
+    launcher asked it for)."""
+    lines = [
+        "ssh: Could not resolve hostname node-0: Name or service not known",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/bin/deepspeed", line 6, in <module>',
+        "    main()",
+        "subprocess.CalledProcessError: Command '['ssh node-0 hostname -I']' returned non-zero "
+        "exit status 255.",
+    ]
+    d = _diagnosed(tmp_path, "log.txt", lines)
+    assert d.initiating is not None and d.initiating.line == 1, d.initiating

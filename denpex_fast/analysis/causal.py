@@ -44,6 +44,7 @@ over several files.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -884,6 +885,7 @@ def rank_events(
         _exception_lines(cands, table, reader, kb)
         _what_lines(cands, table, reader)
         cands = _returned_warns(cands, kb)
+        cands = _warned_subjects(cands, live)
         unmatched = _unmatched_tracebacks(live, table, reader, kb)
         _ranks_from_file(unmatched, live, table, reader)
         cands += unmatched
@@ -2891,7 +2893,10 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
         after = [
             (n, x) for n, x in _around(head, table, reader, 0, TRACEBACK_LINES) if n > head.line
         ]
-        if not header and not _frames_follow(after):
+        cut = _record_prefix(head.text, after[0][1] if after else "")
+        if cut:  # a logger that writes its prefix on every line of the record
+            after = [(n, x[len(cut) :] if x.startswith(cut) else x) for n, x in after]
+        if not header and not _frames_follow(after, record=bool(cut)):
             continue
         frames = 0
         # the header's own prefix may name a local rank mapped to a global one
@@ -2902,17 +2907,39 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
                 frames += 1
                 continue
             body = _body(text).strip()
+            if cut and not header and k == 0 and body.startswith(_TRACEBACK_HEADER):
+                continue  # a logged message above its traceback's header
             if frames and _EXCEPTION_LINE.match(body) and not body.startswith(_NOT_EXCEPTION):
                 ev = next((m for m in c.members if m.file == head.file and m.line == n), None)
                 if ev is None:
                     ev = replace(
-                        head, index=-1, line=n, text=text[:2000], signature=UNCAUGHT, role="cause"
+                        head,
+                        index=-1,
+                        line=n,
+                        text=(cut + text if cut else text)[:2000],
+                        signature=UNCAUGHT,
+                        role="cause",
                     )
                     c.members.append(ev)
                 c.head = ev
             elif frames and k + 1 < len(own) and _frame_line(own[k + 1][1]):
                 continue  # the rest of a frame line that another write cut in two
             break
+
+
+#: the end of a logger's record prefix: ``[core.py:586] ``, ``[TP0] ``, ``| ``
+_PREFIX_END = re.compile(r"(?:\] |\| )")
+
+
+def _record_prefix(head: str, following: str) -> str:
+    """The prefix a logger writes on every line of one record (vLLM's
+    ``ERROR 07-31 19:35:35 [core.py:586] `` before each line of a traceback
+    it logs): the start ``head`` and the line after it share, up to its last
+    ``] `` or ``| ``, holding a digit; empty when they share none."""
+    common = os.path.commonprefix([head, following])
+    ends = [m.end() for m in _PREFIX_END.finditer(common)]
+    cut = common[: ends[-1]] if ends else ""
+    return cut if len(cut) >= 8 and any(ch.isdigit() for ch in cut) else ""
 
 
 #: libstdc++'s terminate handler: the exception's type, then its message
@@ -2987,18 +3014,74 @@ def _returned_warns(cands: list[Incident], kb: Any) -> list[Incident]:
     return [c for c in cands if id(c) not in went_on]
 
 
-def _frames_follow(after: Sequence[tuple[int, str]]) -> bool:
+#: the object an exception says is missing: ``NameError: name 'X' is not
+#: defined``, ``cannot import name 'X'``, ``No module named 'X'``,
+#: ``... has no attribute 'X'``
+_MISSING_SUBJECT = re.compile(
+    r"(?:\bname|\bmodule named|\bimport name|\battribute) (['\"`])([A-Za-z_][\w.]{3,})\1"
+)
+
+
+def _warned_subjects(cands: list[Incident], live: Sequence[Event]) -> list[Incident]:
+    """An exception saying an object is missing, whose process earlier printed
+    a warning or error line quoting the same object, is headed by that line:
+    the program noticed there (an optional import that failed, a feature it
+    disabled and went on without) and failed only when it needed the object.
+    The earlier line's own candidate joins the incident."""
+    for c in cands[:16]:
+        head = c.head
+        if head is None or head.severity not in ("error", "fatal"):
+            continue
+        m = _MISSING_SUBJECT.search(head.text)
+        if m is None:
+            continue
+        quoted = tuple(f"{q}{m.group(2)}{q}" for q in "'\"`")
+        first = min(x.line for x in c.members if x.file == head.file)
+        earlier = [
+            e
+            for e in live
+            if e.file == head.file
+            and e.line < first
+            and head.rank in (None, e.rank)
+            and e.severity in ("warning", "error", "fatal")
+            and any(q in e.text for q in quoted)
+        ]
+        if earlier:
+            noticed = min(earlier, key=lambda e: e.line)
+            c.members.append(noticed)
+            c.head = noticed
+            cands = [
+                o
+                for o in cands
+                if o is c
+                or o.head is None
+                or (o.head.file, o.head.line) != (noticed.file, noticed.line)
+            ]
+    return cands
+
+
+def _frames_follow(after: Sequence[tuple[int, str]], *, record: bool = False) -> bool:
     """Whether an error line is the first line of a traceback printed without
     its header: a logged message whose exception's text runs on into frames
     (``[ERROR] - Exception occurred during training: ray::TaskRunner.run()
-    (pid=...)`` then ``  File "...", line 396, in run``).  The frames follow
-    at once (caret lines between them aside)."""
-    for _, text in after[:4]:
+    (pid=...)`` then ``  File "...", line 396, in run``), or a message that
+    ``logger.exception`` printed above the traceback's header, when the
+    logger's prefix on every line says they are one ``record`` (``ERROR ...
+    [core.py:586] EngineCore failed to start.`` then ``... Traceback (most
+    recent call last):``; without it the error line may be a cause of its own
+    that the traceback followed).  The frames follow at once (caret lines
+    between them aside)."""
+    for k, (_, text) in enumerate(after[:4]):
         if _FRAME_FILE.search(text):
             return True
+        if record and k == 0 and _body(text).startswith(_TRACEBACK_HEADER):
+            continue
         if not _CARETS.match(_body(text)):
             return False
     return False
+
+
+_TRACEBACK_HEADER = "Traceback (most recent call last)"
 
 
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
