@@ -93,8 +93,6 @@ KNOWN_FALSE_ALARMS = {
     "914-perftest-rdma-sriov-k8s-pods-cross-node-cpufreq-warn-healthy": "perftest's "
     "ib_*_bw/lat runs end with a result row and a dashed rule, which no entry reads as the end "
     "of a run (a header or a rule is also printed by a run that then hangs): reported stopped",
-    "1272-slurm-pyxis-fairseq-transformer-2node-16rank-a100-fp16-overflow-slurmstepd-lwp-error-healthy": "slurmstepd's "
-    "`_is_a_lwp: open() /proc/N/status failed` after every rank finished is named",
     "1275-vllm-tp4-qwen3-14b-pcie-debate-server-400-max-context-tracebacks-404s-keeps-serving-healthy": "a "
     "vLLM server's ERROR traceback for one request over the context length (answered 400) is named "
     "although the server goes on answering 200 OK",
@@ -104,9 +102,6 @@ KNOWN_FALSE_ALARMS = {
     "1277-horovodrun-openmpi-8gpu-mxnet-gluoncv-resnest14-imagenet-270-epochs-btl-tcp-connection-reset-cma-warning-healthy": "Open "
     "MPI's `recv(116) failed: Connection reset by peer` mid-run is named although training goes on "
     "to the last epoch's validation (no completion line)",
-    "1278-mpirun-horovod-192rank-24node-p3dn-mxnet-gluoncv-mask-rcnn-coco-amp-loss-scale-userwarnings-healthy": "mpirun's "
-    "`Warning: could not find environment variable` at launch is named although every rank prints "
-    "its total training time",
 }
 
 
