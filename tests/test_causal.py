@@ -3162,3 +3162,51 @@ def test_an_error_line_before_a_traceback_of_its_own_stays_the_cause(tmp_path) -
     ]
     d = _diagnosed(tmp_path, "log.txt", lines)
     assert d.initiating is not None and d.initiating.line == 1, d.initiating
+
+
+def test_torch_distributed_python_loggers_glog_prefix_carries_its_level() -> None:
+    """torch.distributed's Python loggers write glog's form with the file's
+    whole path, and torchrun's ``[rank0]:`` tag goes before it."""
+    from denpex_fast.analysis.levels import narrated, warned
+
+    path = "/home/u/pytorch/torch/utils/_pytree.py:630]"
+    assert warned(f"[rank0]:W0519 14:43:05.494000 2754387 {path} <enum> is deprecated")
+    assert warned(f"W0519 14:42:57.579000 2747532 {path} Setting OMP_NUM_THREADS")
+    assert narrated(f"[rank0]:I0519 14:43:05.494000 2754387 {path} error in probe")
+    assert not warned(f"[rank0]:E0519 14:43:05.494000 2754387 {path} failed")
+
+
+def _torchtitan_start(then: list[str]) -> list[str]:
+    """torchrun's rank-0 stream: a deprecation warning that says 'error',
+    NCCL's banner, then ``then``."""
+    return [
+        "W0520 05:30:35.000000 2015743 /pt/torch/distributed/run.py:874] Setting OMP_NUM_THREADS",
+        "[rank0]:W0520 05:30:40.100000 2019121 /pt/torch/utils/_pytree.py:630] <enum 'K'> is an "
+        "Enum subclass; register_constant() on it is deprecated and will be an error in a "
+        "future release.",
+        "[rank0]:[titan] 2026-05-20 05:30:41,968 - root - INFO - [GC] Initial GC collection",
+        "[rank0]:NCCL version 2.29.7+cuda13.1",
+        *then,
+    ]
+
+
+def test_a_warning_that_heads_an_incident_yields_and_the_rest_is_named_anew(tmp_path) -> None:
+    """A deprecation warning a few lines before NCCL's WARN of the same rank
+    joins its incident; the warning yields to the later failure and the
+    WARN, which the invalid-usage error's Last error repeats, names it."""
+    lines = _torchtitan_start(
+        [
+            "[rank0]:[2026-05-20 05:30:42] devgpu020:2019121:2019121 [0] plugin/net.cc:326 NCCL "
+            "WARN Failed to initialize any NET plugin",
+            "[rank0]:[rank0]: Traceback (most recent call last):",
+            *[f'[rank0]:[rank0]:   File "/t/train.py", line {n}, in main' for n in range(30)],
+            "[rank0]:[rank0]: torch.distributed.DistBackendError: NCCL error in: "
+            "/pt/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL "
+            "version 2.29.7",
+            "[rank0]:[rank0]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+            "[rank0]:[rank0]: Last error:",
+            "[rank0]:[rank0]: Failed to initialize any NET plugin",
+        ]
+    )
+    d = _diagnosed(tmp_path, "run.log", lines)
+    assert d.initiating is not None and d.initiating.line == 5, d.initiating

@@ -73,6 +73,7 @@ from .incidents import (
     template,
     tier,
     triggers,
+    without,
 )
 from .levels import goes_on, narrated, warned
 
@@ -939,7 +940,10 @@ def rank_events(
     if reader is not None:
         _exception_lines(virtual, table, reader, kb)
     cands += virtual
+    named = {id(c) for c in cands}
     cands = _yield_warned(cands, kb)
+    if reader is not None:  # an incident the warning headed, named anew, is read anew
+        _exception_lines([c for c in cands if id(c) not in named], table, reader, kb)
     ends = _completion_lines(events, kb)
     completed = bool(ends)
     # nothing printed before the job's own completion line ended the job: a
@@ -1333,10 +1337,17 @@ def _yield_warned(cands: list[Incident], kb: Any) -> list[Incident]:
     one it went on past: it is the failure only when the job printed no
     other.  Specific entries keep their place (NCCL's WARN lines are its
     errors)."""
+
+    def warned_line(m: Event) -> bool:
+        return "catch-all" in marks(kb, m.signature) and warned(m.text)
+
     warned_at = {id(c) for c in cands if _catch_all_head(c, kb) and warned(c.head.text)}
     others = (c for c in cands if id(c) not in warned_at)
     if warned_at and any(c.head is not None and not c.extra.get("virtual") for c in others):
-        return [c for c in cands if id(c) not in warned_at]
+        # the warning yields; what else its incident holds (an NCCL WARN a few
+        # lines after a deprecation warning of the same rank) stays, named anew
+        kept = (c if id(c) not in warned_at else without(c, warned_line, kb) for c in cands)
+        return [c for c in kept if c is not None]
     return cands
 
 

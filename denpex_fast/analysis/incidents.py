@@ -33,7 +33,7 @@ named by) is found from knowledge-base data only:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -306,6 +306,26 @@ def join(a: Incident, b: Incident, kb: Any) -> Incident:
         tier(head, kb),
         min(ts) if ts else None,
         {**b.extra, **a.extra},
+    )
+
+
+def without(inc: Incident, drop: Callable[[Any], bool], kb: Any) -> Incident | None:
+    """``inc`` without the members ``drop`` selects, named again from the rest
+    (None when nothing is left)."""
+    rest = [m for m in inc.members if not drop(m)]
+    if not rest:
+        return None
+    head = _head(rest, kb)
+    ts = [m.t for m in rest if m.t is not None]
+    rank = head.rank if head.rank is not None else _rank_of(rest)
+    return Incident(
+        rest,
+        head,
+        rank if rank is not None else inc.rank,
+        head.host or next((m.host for m in rest if m.host), None) or inc.host,
+        tier(head, kb),
+        min(ts) if ts else head.t,
+        dict(inc.extra),
     )
 
 

@@ -2,7 +2,8 @@
 
 Only the start of a line counts (a level word further in is quoted text):
 glog's ``I1016 12:00:00.123456   42 file.py:895]`` (PyTorch's c10 logger
-writes it without the thread id), Python logging's
+writes it without the thread id, torch.distributed's Python loggers with the
+file's whole path, behind torchrun's ``[rank0]:`` tag), Python logging's
 ``INFO:name:``, ``- INFO -``, ``| INFO |``, ``[INFO]``, vLLM's ``INFO 10-16
 12:00:00``, NCCL's ``NCCL INFO``, UCX's level column, libfabric's ``<info>``.
 """
@@ -15,8 +16,8 @@ import re
 # from (an optional backend, plugin or library it cannot open), never its
 # failure, whatever error words it quotes.
 _NARRATED = re.compile(
-    r"(?:^|[\s\])|]|\[(?=I\d{3,4} ))(?:"
-    r"I\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w.-]+:\d+\]"
+    r"(?:^|[\s\])|]|\[(?=I\d{3,4} )|(?<=\]:)(?=I\d{3,4} ))(?:"
+    r"I\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
     r"|(?:INFO|DEBUG)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d)"
     r"|\[(?:INFO|DEBUG)[\]|]"
     r"|NCCL INFO "
@@ -31,8 +32,8 @@ LEVEL_WITHIN = 120  # a level word further in is quoted text, not the line's own
 # WARNING, in the same loggers' forms: glog ``W1016 ...]``, ``WARNING:name:``,
 # ``- WARNING -``, ``[WARN]``, vLLM's ``WARNING 10-16 12:00:00``, a script's ``WARNING: ``.
 _WARNED = re.compile(
-    r"(?:^|[\s\])|]|\[(?=W\d{3,4} ))(?:"
-    r"W\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w.-]+:\d+\]"
+    r"(?:^|[\s\])|]|\[(?=W\d{3,4} )|(?<=\]:)(?=W\d{3,4} ))(?:"
+    r"W\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
     r"|(?:WARNING|WARN)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d)"
     r"|\[(?:WARNING|WARN)[\]|]"
     # a script's own "WARNING: ..." (Megatron's "> WARNING: could not find index map files")
