@@ -3210,3 +3210,27 @@ def test_a_warning_that_heads_an_incident_yields_and_the_rest_is_named_anew(tmp_
     )
     d = _diagnosed(tmp_path, "run.log", lines)
     assert d.initiating is not None and d.initiating.line == 5, d.initiating
+
+
+def test_a_scripts_shell_error_after_the_ranks_failed_is_not_their_cause(tmp_path) -> None:
+    """The launcher returned after both ranks' watchdogs fired; the script
+    then ran a line its broken continuation left behind."""
+    watchdog = (
+        "[rank{r}]:[E1218 20:27:21.4264155{r} ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=131072000, "
+        "NumelOut=131072000, Timeout(ms)=600000) ran for 600081 milliseconds before timing out."
+    )
+    lines = [
+        "[2025-12-18 20:17:01,000] [INFO] [launch.py:256:main] process 748089 spawned",
+        "Time to load cpu_adam op: 22.258127450942993 seconds",
+        watchdog.format(r=0),
+        watchdog.format(r=1),
+        "[2025-12-18 20:27:22,783] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 748089",
+        "+ --disable_tqdm True",
+        "scripts_llama/order_1.sh: line 45: --disable_tqdm: command not found",
+    ]
+    d = _diagnosed(tmp_path, "train.log", lines)
+    assert d.initiating is not None and d.initiating.line == 3, d.initiating
+    # with no launched process's failure before it, the script's error is the failure
+    d = _diagnosed(tmp_path, "train.log", [lines[0], lines[1], *lines[5:]])
+    assert d.initiating is not None and d.initiating.line == 4, d.initiating

@@ -875,6 +875,7 @@ def rank_events(
     _demote_caused(cands, live, kb)
     cands = _drop_outlived(cands, live)
     cands = _drop_preamble(cands, live, kb)
+    cands = _drop_postamble(cands)
     cands = _drop_ignored(cands, live, kb)
     cands = _join_banners(cands, kb)
     cands += _duplicate_claims(live, kb)
@@ -1978,6 +1979,36 @@ def _drop_preamble(cands: list[Incident], events: Sequence[Event], kb: Any) -> l
             if o is not c
         ):
             drop.add(k)
+    return [c for k, c in enumerate(cands) if k not in drop] if drop else cands
+
+
+#: bash's report of an error in a script: ``<script>: line <N>: <message>``
+_SCRIPT_ERROR = re.compile(r"^[\w./-]+: line \d+: ")
+
+
+def _drop_postamble(cands: list[Incident]) -> list[Incident]:
+    """A batch script's own shell error printed after a launched process of
+    the same output had already failed is what the script did next, not why
+    the job failed: ``order_1.sh: line 45: --disable_tqdm: command not
+    found`` (a broken line continuation, run once the launcher returned)
+    under the ranks' watchdog timeouts.  The earlier failure must name a
+    rank, so it is the launched program's and not another command of the
+    script."""
+    drop = {
+        k
+        for k, c in enumerate(cands)
+        if c.head is not None
+        and _SCRIPT_ERROR.match(c.head.text)
+        and any(
+            o is not c
+            and o.head is not None
+            and o.file == c.file
+            and o.head.line < c.head.line
+            and o.rank is not None
+            and not _SCRIPT_ERROR.match(o.head.text)
+            for o in cands
+        )
+    }
     return [c for k, c in enumerate(cands) if k not in drop] if drop else cands
 
 
