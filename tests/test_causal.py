@@ -3234,3 +3234,30 @@ def test_a_scripts_shell_error_after_the_ranks_failed_is_not_their_cause(tmp_pat
     # with no launched process's failure before it, the script's error is the failure
     d = _diagnosed(tmp_path, "train.log", [lines[0], lines[1], *lines[5:]])
     assert d.initiating is not None and d.initiating.line == 4, d.initiating
+
+
+def _aborted_at_exit(abort: bool) -> list[str]:
+    """A Trainer's final metrics, then NCCL's socket return traces as the
+    process aborts its communicators on the way out."""
+    t = "esm2-worker-0:161:315 [0]"
+    return [
+        "***** eval metrics *****",
+        "  eval_loss               =     2.6309",
+        "  perplexity              =    13.8861",
+        f"{t} NCCL INFO misc/socket.cc:64 -> 3",
+        f"{t} NCCL INFO misc/socket.cc:80 -> 3",
+        f"{t} NCCL INFO misc/socket.cc:828 -> 3",
+        "esm2-worker-0:161:286 [0] NCCL INFO misc/socket.cc:880 -> 3",
+        *(
+            [f"{t} NCCL INFO comm 0x2e177b70 rank 0 nranks 2 cudaDev 0 busId 1e0 - Abort COMPLETE"]
+            if abort
+            else []
+        ),
+    ]
+
+
+def test_nccl_return_traces_ended_by_the_processs_own_abort_are_teardown(tmp_path) -> None:
+    d = _diagnosed(tmp_path, "worker-0.log", _aborted_at_exit(abort=True))
+    assert d.initiating is None or "socket.cc" not in d.initiating.text, d.initiating
+    d = _diagnosed(tmp_path, "worker-0.log", _aborted_at_exit(abort=False))
+    assert d.initiating is not None and "socket.cc:64" in d.initiating.text, d.initiating

@@ -876,6 +876,7 @@ def rank_events(
     cands = _drop_outlived(cands, live)
     cands = _drop_preamble(cands, live, kb)
     cands = _drop_postamble(cands)
+    cands = _drop_aborted_returns(cands, live)
     cands = _drop_ignored(cands, live, kb)
     cands = _join_banners(cands, kb)
     cands += _duplicate_claims(live, kb)
@@ -2010,6 +2011,38 @@ def _drop_postamble(cands: list[Incident]) -> list[Incident]:
         )
     }
     return [c for k, c in enumerate(cands) if k not in drop] if drop else cands
+
+
+#: NCCL's return trace at INFO level (``misc/socket.cc:828 -> 3``) and the
+#: line it prints once a communicator's abort finished
+_NCCL_INFO_RETURN = re.compile(r"NCCL INFO \S+:\d+ -> \d+\s*$")
+_ABORT_COMPLETE = re.compile(r"NCCL INFO comm \S+ .*- Abort COMPLETE")
+#: lines between a return trace and its process's ``Abort COMPLETE``
+ABORT_GAP = 8
+
+
+def _drop_aborted_returns(cands: list[Incident], events: Sequence[Event]) -> list[Incident]:
+    """NCCL return traces at INFO level, no WARN among them, that the same
+    process ends with ``comm ... - Abort COMPLETE`` a few lines later: the
+    process aborted its communicators (at exit, after the run's last
+    checkpoint or metrics) and the sockets it closed under its own proxy
+    threads returned errors.  They are teardown, not a failure; a failure
+    that led to the abort printed its own lines before them."""
+    aborts: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for e in events:
+        if _ABORT_COMPLETE.search(e.text) and (m := _NCCL_HOST_PID_DEVICE.search(e.text[:256])):
+            aborts[(e.file, m.group(1), m.group(2))].append(e.line)
+
+    def aborted(c: Incident) -> bool:
+        if not aborts or not all(_NCCL_INFO_RETURN.search(x.text) for x in c.members):
+            return False
+        m = _NCCL_HOST_PID_DEVICE.search(c.head.text[:256]) if c.head is not None else None
+        last = max(x.line for x in c.members)
+        return m is not None and any(
+            0 < n - last <= ABORT_GAP for n in aborts.get((c.file, m.group(1), m.group(2)), ())
+        )
+
+    return [c for c in cands if not aborted(c)]
 
 
 def _join_banners(cands: list[Incident], kb: Any) -> list[Incident]:
