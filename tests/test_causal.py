@@ -3261,3 +3261,46 @@ def test_nccl_return_traces_ended_by_the_processs_own_abort_are_teardown(tmp_pat
     assert d.initiating is None or "socket.cc" not in d.initiating.text, d.initiating
     d = _diagnosed(tmp_path, "worker-0.log", _aborted_at_exit(abort=False))
     assert d.initiating is not None and "socket.cc:64" in d.initiating.text, d.initiating
+
+
+def _served(after: int) -> list[str]:
+    """A vLLM server answers one request over the context length with an
+    error record and 400, then answers ``after`` more requests 200 OK."""
+    rec = "ERROR 07-12 09:46:12 [serving_chat.py:222] "
+    ok = 'INFO:     127.0.0.1:{p} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    return [
+        "INFO:     Application startup complete.",
+        ok.format(p=46300),
+        f"{rec}Error in preprocessing prompt inputs",
+        f"{rec}Traceback (most recent call last):",
+        f'{rec}  File "/vllm/entrypoints/openai/serving_engine.py", line 569, in _validate_input',
+        f"{rec}    raise ValueError(",
+        f"{rec}ValueError: This model's maximum context length is 8192 tokens. However, you "
+        "requested 8205 tokens.",
+        'INFO:     127.0.0.1:46346 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request',
+        *(ok.format(p=46400 + k) for k in range(after)),
+    ]
+
+
+def test_a_request_error_the_server_served_past_is_not_its_failure(tmp_path) -> None:
+    d = _diagnosed(tmp_path, "vllm_server.log", _served(after=4))
+    assert d.initiating is None or d.initiating.line < 3, d.initiating
+    d = _diagnosed(tmp_path, "vllm_server.log", _served(after=0))
+    assert d.initiating is not None and d.initiating.line == 7, d.initiating
+
+
+def test_an_error_word_kilobytes_into_a_line_is_no_failure(tmp_path) -> None:
+    """vLLM logs each request's prompt at INFO on one line; an error word
+    2 KB into it is the prompt's, and the window the scanner keeps of so
+    long a line lacks the logger's level."""
+    prompt = "INFO 07-13 10:32:39 [logger.py:43] Received request c1: prompt: '" + "x " * 1500
+    lines = [
+        "INFO:     Application startup complete.",
+        prompt + "then the deployment failed to start and'",
+        'INFO:     127.0.0.1:60408 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    ]
+    d = _diagnosed(tmp_path, "vllm_server.log", lines)
+    assert d.initiating is None or d.initiating.line != 2, d.initiating
+    short = ["INFO:     Application startup complete.", "the deployment failed to start"]
+    d = _diagnosed(tmp_path, "run.log", short)
+    assert d.initiating is not None and d.initiating.line == 2, d.initiating

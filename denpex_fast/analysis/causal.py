@@ -332,6 +332,14 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
     """
     cols = table.select(["file", "line", "signature", "text", "rank", "host", "ts"]).to_pydict()
     fields_of = _row_fields(table, kb)
+    # the scanner keeps a window ending at the match when the match ends far
+    # into a long line: the text then lacks the line's start (its logger level)
+    if {"match_end", "offset"} <= set(table.column_names):
+        import pyarrow.compute as pc
+
+        reach = pc.subtract(table.column("match_end"), table.column("offset")).to_pylist()
+    else:
+        reach = [0] * table.num_rows
     events: list[Event] = []
     for i, sig_id in enumerate(cols["signature"]):
         try:
@@ -344,13 +352,17 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
                 role != "context"
                 and sig.framework in _GENERIC
                 and (
-                    narrated(text := cols["text"][i]) or (goes_on(text) and sig.phase != "numerics")
+                    narrated(text := cols["text"][i])
+                    or (goes_on(text) and sig.phase != "numerics")
+                    or len(text.encode("utf-8", "surrogatepass")) < reach[i]
                 )
             ):
                 # libraries report their own failures at WARN or above: generic
                 # error words in an INFO line are not a failure.  Nor are they
                 # in a line that ends saying the program skipped past it (a
-                # non-finite loss it went on with is still the run's anomaly)
+                # non-finite loss it went on with is still the run's anomaly),
+                # nor kilobytes into a line (a prompt, a config or metrics
+                # dump: an error report starts with its error)
                 role = "context"
         events.append(
             Event(
@@ -877,6 +889,7 @@ def rank_events(
     cands = _drop_preamble(cands, live, kb)
     cands = _drop_postamble(cands)
     cands = _drop_aborted_returns(cands, live)
+    cands = _drop_answered_requests(cands, events)
     cands = _drop_ignored(cands, live, kb)
     cands = _join_banners(cands, kb)
     cands += _duplicate_claims(live, kb)
@@ -2043,6 +2056,39 @@ def _drop_aborted_returns(cands: list[Incident], events: Sequence[Event]) -> lis
         )
 
     return [c for c in cands if not aborted(c)]
+
+
+#: successful answers after an error record that show the server lived on
+SERVED_AFTER = 3
+
+
+def _drop_answered_requests(cands: list[Incident], events: Sequence[Event]) -> list[Incident]:
+    """In a server's log whose access lines answer some requests with an
+    error status, an error record (vLLM's 'Error in preprocessing prompt
+    inputs' and its traceback for a prompt over the context length) after
+    which the server still answers requests 2xx is one request's failure:
+    the server went on serving past it, as a job trains on past a step's
+    warning."""
+    answered: dict[str, list[int]] = defaultdict(list)
+    served: dict[str, list[int]] = defaultdict(list)
+    for e in events:
+        if e.signature == "any-http-request-answered-error":
+            answered[e.file].append(e.line)
+        elif e.signature == "any-http-request-served":
+            served[e.file].append(e.line)
+    if not answered:
+        return cands
+
+    def handled(c: Incident) -> bool:
+        # the access lines are context rows, thinned to the first and last of
+        # each run: answers to the errors in the middle of a run are not all
+        # kept, the last successful answers are
+        last = max(m.line for m in c.members)
+        return bool(answered.get(c.file)) and (
+            sum(n > last for n in served.get(c.file, ())) >= SERVED_AFTER
+        )
+
+    return [c for c in cands if not handled(c)]
 
 
 def _join_banners(cands: list[Incident], kb: Any) -> list[Incident]:
