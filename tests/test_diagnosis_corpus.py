@@ -101,9 +101,6 @@ KNOWN_FALSE_ALARMS = {
     "1306-slurm-2node-bionemo-nemo-esm2-650m-async-ckpt-nccl-socket-abort-complete-healthy": "the "
     "log ends after the final async checkpoint is finalized and the communicators are aborted, "
     "with no completion line: reported stopped",
-    "1309-oracle-mlperf41-llama2-70b-lora-64gpu-nemo-nccl-proxy-close-warns-at-exit-healthy": "NCCL "
-    "WARN lines of the proxy threads ('Failed to execute operation Close') as 64 ranks exit after "
-    "the MLPerf run_stop success line are named",
     "1323-slurm-salloc-2node-srun-torchrun-c10d-4rank-nccl-broadcast-omp-warnings-healthy": "the "
     "output ends at the last rank's print of the broadcast tensor, with no exit line: reported "
     "stopped",

@@ -1862,12 +1862,21 @@ def _where_key(e: Event) -> tuple[float, str, int]:
     return (e.t if e.t is not None else math.inf, e.file, e.line)
 
 
+#: NCCL's proxy threads name themselves in their WARN lines
+_NCCL_PROXY_THREAD = re.compile(
+    r"NCCL WARN \[(?:Service thread|Proxy Service \d+|Proxy Progress)\]"
+)
+
+
 def _store_lost_late(c: Incident, kb: Any) -> bool:
     """A line a process logs at its teardown when its peer, the store's host,
     exited first: a lost store connection (a collateral symptom of the
     rendezvous), or an unknown error-like line at a logger's WARNING level
-    (PyTorch's ``Failed to check the "should dump" flag on TCPStore``).  Not
-    a watchdog's timeout: a teardown that hung is a failure.  Whether it came
+    (PyTorch's ``Failed to check the "should dump" flag on TCPStore``), or
+    an NCCL WARN of a proxy thread whose peers closed their side (``[Service
+    thread] Accept failed``, ``[Proxy Service 0] Failed to execute operation
+    Close``) and NCCL's INFO return traces of the sockets closing under it.
+    Not a watchdog's timeout: a teardown that hung is a failure.  Whether it came
     after the job's orderly end is for the caller to check."""
 
     def teardown_line(m: Event) -> bool:
@@ -1875,12 +1884,24 @@ def _store_lost_late(c: Incident, kb: Any) -> bool:
             m.role == "context"
             or (m.role == "symptom" and m.phase == "rendezvous")
             or ("catch-all" in marks(kb, m.signature) and warned(m.text))
+            or proxy_line(m)
+        )
+
+    def proxy_line(m: Event) -> bool:
+        return bool(
+            (m.role == "symptom" or "catch-all" in marks(kb, m.signature))
+            and (_NCCL_PROXY_THREAD.search(m.text) or _NCCL_INFO_RETURN.search(m.text))
         )
 
     return (
         c.head is not None
         and not c.extra.get("virtual")
-        and c.tier in (TIER_COLLATERAL, TIER_OPEN)
+        and (
+            c.tier in (TIER_COLLATERAL, TIER_OPEN)
+            or (
+                c.tier in (TIER_OWN_SYMPTOM, TIER_WRAPPER) and all(proxy_line(m) for m in c.members)
+            )
+        )
         and all(teardown_line(m) for m in c.members)
     )
 
