@@ -3304,3 +3304,19 @@ def test_an_error_word_kilobytes_into_a_line_is_no_failure(tmp_path) -> None:
     short = ["INFO:     Application startup complete.", "the deployment failed to start"]
     d = _diagnosed(tmp_path, "run.log", short)
     assert d.initiating is not None and d.initiating.line == 2, d.initiating
+
+
+def test_a_record_logged_at_error_level_is_named_by_its_tracebacks_exception(tmp_path) -> None:
+    """``logger.exception`` writes the message at ERROR level, then the
+    traceback without the logger's prefix: the exception line says what failed."""
+    lines = [
+        "2024-01-01T07:27:54 - 0 - levanter.data.shard_cache - shard_cache.py:1266 - INFO :: "
+        "Loading cache from gs://levanter-data/tokenized/openwebtext/validation",
+        "2024-01-01T07:27:55 - 0 - levanter.data.text - text.py:275 - ERROR :: error loading cache",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.10/site-packages/gcsfs/retry.py", line 103, in validate_response',
+        '    raise OSError(f"Forbidden: {path}\\n{msg}")',
+        "OSError: Forbidden: b/levanter-data/o/tokenized%2Fopenwebtext%2Fvalidation%2Fcache.json",
+    ]
+    d = _diagnosed(tmp_path, "worker-0.log", lines)
+    assert d.initiating is not None and d.initiating.line == 6, d.initiating

@@ -98,17 +98,9 @@ KNOWN_FALSE_ALARMS = {
     "1277-horovodrun-openmpi-8gpu-mxnet-gluoncv-resnest14-imagenet-270-epochs-btl-tcp-connection-reset-cma-warning-healthy": "Open "
     "MPI's `recv(116) failed: Connection reset by peer` mid-run is named although training goes on "
     "to the last epoch's validation (no completion line)",
-    "1306-slurm-2node-bionemo-nemo-esm2-650m-async-ckpt-nccl-socket-abort-complete-healthy": "the "
-    "log ends after the final async checkpoint is finalized and the communicators are aborted, "
-    "with no completion line: reported stopped",
     "1323-slurm-salloc-2node-srun-torchrun-c10d-4rank-nccl-broadcast-omp-warnings-healthy": "the "
     "output ends at the last rank's print of the broadcast tensor, with no exit line: reported "
     "stopped",
-    "1328-torch-distributed-launch-2node-8rank-ddp-nccl-socket-libibverbs-warn-fashionmnist-healthy": "NCCL's "
-    "`WARN Failed to open libibverbs.so[.1]` before it falls back to sockets is named",
-    "1331-cesga-slurm-srun-lightning-fabric-2node-4rank-a100-nccl-ib-abort-complete-teardown-mnist-healthy": "the "
-    "ranks end with NCCL's `Abort COMPLETE` after the last epoch, with no completion line: "
-    "reported stopped",
 }
 
 

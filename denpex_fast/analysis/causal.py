@@ -75,7 +75,7 @@ from .incidents import (
     triggers,
     without,
 )
-from .levels import goes_on, narrated, warned
+from .levels import goes_on, logged_error, narrated, warned
 
 SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -2292,6 +2292,8 @@ def _prefix_ranks(events: Sequence[Event]) -> set[int]:
 
 
 _COMM_RANK = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank (\d+)\b")
+#: the size NCCL states beside it, for an entry on the line that reads no fields
+_COMM_NRANKS = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank \d+ nranks (\d+)\b")
 
 
 def _subgroup_ranks(events: Sequence[Event]) -> None:
@@ -2304,6 +2306,7 @@ def _subgroup_ranks(events: Sequence[Event]) -> None:
         (e, int(n))
         for e in events
         if (n := field_number(e.fields, NRANKS_FIELDS + WORLD_FIELDS)) is not None
+        or ((m := _COMM_NRANKS.search(e.text)) and (n := float(m.group(1))))
     ]
     if not sizes:
         return
@@ -3038,7 +3041,8 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
         cut = _record_prefix(head.text, after[0][1] if after else "")
         if cut:  # a logger that writes its prefix on every line of the record
             after = [(n, x[len(cut) :] if x.startswith(cut) else x) for n, x in after]
-        if not header and not _frames_follow(after, record=bool(cut)):
+        record = bool(cut) or logged_error(head.text)
+        if not header and not _frames_follow(after, record=record):
             continue
         frames = 0
         # the header's own prefix may name a local rank mapped to a global one
@@ -3049,7 +3053,7 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
                 frames += 1
                 continue
             body = _body(text).strip()
-            if cut and not header and k == 0 and body.startswith(_TRACEBACK_HEADER):
+            if record and not header and k == 0 and body.startswith(_TRACEBACK_HEADER):
                 continue  # a logged message above its traceback's header
             if frames and _EXCEPTION_LINE.match(body) and not body.startswith(_NOT_EXCEPTION):
                 ev = next((m for m in c.members if m.file == head.file and m.line == n), None)
@@ -3207,11 +3211,12 @@ def _frames_follow(after: Sequence[tuple[int, str]], *, record: bool = False) ->
     its header: a logged message whose exception's text runs on into frames
     (``[ERROR] - Exception occurred during training: ray::TaskRunner.run()
     (pid=...)`` then ``  File "...", line 396, in run``), or a message that
-    ``logger.exception`` printed above the traceback's header, when the
-    logger's prefix on every line says they are one ``record`` (``ERROR ...
+    ``logger.exception`` printed above the traceback's header, when they are
+    one ``record``: the logger's prefix on every line (``ERROR ...
     [core.py:586] EngineCore failed to start.`` then ``... Traceback (most
-    recent call last):``; without it the error line may be a cause of its own
-    that the traceback followed).  The frames follow at once (caret lines
+    recent call last):``) or the message's own ERROR level (``text.py:275 -
+    ERROR :: error loading cache``).  Otherwise the error line may be a
+    cause of its own that the traceback followed.  The frames follow at once (caret lines
     between them aside)."""
     for k, (_, text) in enumerate(after[:4]):
         if _FRAME_FILE.search(text):

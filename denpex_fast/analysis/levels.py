@@ -42,6 +42,17 @@ _WARNED = re.compile(
 )
 
 
+# ERROR/CRITICAL in the same loggers' forms (a record ``logger.exception``
+# writes: the message at this level, then the traceback without the prefix),
+# plus Levanter's ``- ERROR :: ``
+_LOGGED_ERROR = re.compile(
+    r"(?:^|[\s\])|]|\[(?=E\d{3,4} ))(?:"
+    r"(?:ERROR|CRITICAL)(?::[\w.]*:| - | \| |\] | :: | \d\d-\d\d \d\d:\d\d)"
+    r"|\[(?:ERROR|CRITICAL)[\]|]"
+    r")"
+)
+
+
 def _at_level(level: re.Pattern[str], text: str) -> bool:
     m = level.search(text, 0, LEVEL_WITHIN + 16)
     return m is not None and m.start() <= LEVEL_WITHIN
@@ -50,6 +61,11 @@ def _at_level(level: re.Pattern[str], text: str) -> bool:
 def warned(text: str) -> bool:
     """True when ``text`` was written at a logger's WARNING level."""
     return _at_level(_WARNED, text)
+
+
+def logged_error(text: str) -> bool:
+    """True when ``text`` was written at a logger's ERROR or CRITICAL level."""
+    return _at_level(_LOGGED_ERROR, text)
 
 
 def narrated(text: str) -> bool:
