@@ -889,7 +889,7 @@ def rank_events(
     cands = _drop_preamble(cands, live, kb)
     cands = _drop_postamble(cands)
     cands = _drop_aborted_returns(cands, live)
-    cands = _drop_answered_requests(cands, events)
+    cands = _drop_answered_requests(cands, events, kb)
     cands = _drop_ignored(cands, live, kb)
     cands = _join_banners(cands, kb)
     cands += _duplicate_claims(live, kb)
@@ -2083,7 +2083,9 @@ def _drop_aborted_returns(cands: list[Incident], events: Sequence[Event]) -> lis
 SERVED_AFTER = 3
 
 
-def _drop_answered_requests(cands: list[Incident], events: Sequence[Event]) -> list[Incident]:
+def _drop_answered_requests(
+    cands: list[Incident], events: Sequence[Event], kb: Any
+) -> list[Incident]:
     """In a server's log whose access lines answer some requests with an
     error status, an error record (vLLM's 'Error in preprocessing prompt
     inputs' and its traceback for a prompt over the context length) after
@@ -2093,9 +2095,10 @@ def _drop_answered_requests(cands: list[Incident], events: Sequence[Event]) -> l
     answered: dict[str, list[int]] = defaultdict(list)
     served: dict[str, list[int]] = defaultdict(list)
     for e in events:
-        if e.signature == "any-http-request-answered-error":
+        said = marks(kb, e.signature)
+        if "request-failed" in said:
             answered[e.file].append(e.line)
-        elif e.signature == "any-http-request-served":
+        elif "request-served" in said:
             served[e.file].append(e.line)
     if not answered:
         return cands

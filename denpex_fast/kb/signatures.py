@@ -157,6 +157,11 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "unreachable": "this process could not reach the rendezvous store or a peer (connect timeout, "
         "connection refused): when the host it tried is a rank that printed nothing, "
         "that rank is the suspect",
+        "request-failed": "a server's access line answering one request with an error status: "
+        "the error record logged for that request is the request's, when the server then "
+        "answers others successfully",
+        "request-served": "a server's access line answering a request successfully: three after "
+        "an error record show the server went on serving past it",
     }
 )
 ENTRY_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
