@@ -3320,3 +3320,12 @@ def test_a_record_logged_at_error_level_is_named_by_its_tracebacks_exception(tmp
     ]
     d = _diagnosed(tmp_path, "worker-0.log", lines)
     assert d.initiating is not None and d.initiating.line == 6, d.initiating
+
+
+def test_sagemakers_logger_prefix_carries_its_level() -> None:
+    from denpex_fast.analysis.levels import narrated, warned
+
+    host = "[2022-03-25 20:30:44.749 image-classification-pvc-worker-0:1"
+    assert narrated(f"{host} INFO profiler_config_parser.py:111] Unable to find config")
+    assert warned(f"{host} WARNING hook.py:12] the hook failed to register")
+    assert not narrated(f"{host} ERROR training.py:40] the step failed")

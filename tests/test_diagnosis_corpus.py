@@ -101,11 +101,6 @@ KNOWN_FALSE_ALARMS = {
     "1323-slurm-salloc-2node-srun-torchrun-c10d-4rank-nccl-broadcast-omp-warnings-healthy": "the "
     "output ends at the last rank's print of the broadcast tensor, with no exit line: reported "
     "stopped",
-    "1364-kubeflow-tfjob-eks-efs-2worker-exited-code-0-horovod-ext-missing-noise-healthy": "a "
-    "SageMaker-format INFO line ('Unable to find config ... Profiler is disabled') is named",
-    "1367-verl-ray-grpo-lora-vllm-tp8-qwen2.5-72b-8gpu-c10d-errno97-stub-tokenizer-exception-wandb-final-validation-healthy": "c10d's "
-    "errno 97 socket warning is named: verl's final metrics line, split by pprint, is not read "
-    "as the end",
 }
 
 

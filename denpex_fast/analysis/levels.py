@@ -3,7 +3,8 @@
 Only the start of a line counts (a level word further in is quoted text):
 glog's ``I1016 12:00:00.123456   42 file.py:895]`` (PyTorch's c10 logger
 writes it without the thread id, torch.distributed's Python loggers with the
-file's whole path, behind torchrun's ``[rank0]:`` tag), Python logging's
+file's whole path, behind torchrun's ``[rank0]:`` tag), SageMaker's
+``[<time> <host>:<pid> INFO file.py:27]``, Python logging's
 ``INFO:name:``, ``- INFO -``, ``| INFO |``, ``[INFO]``, vLLM's ``INFO 10-16
 12:00:00``, NCCL's ``NCCL INFO``, UCX's level column, libfabric's ``<info>``.
 """
@@ -18,7 +19,7 @@ import re
 _NARRATED = re.compile(
     r"(?:^|[\s\])|]|\[(?=I\d{3,4} )|(?<=\]:)(?=I\d{3,4} ))(?:"
     r"I\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
-    r"|(?:INFO|DEBUG)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d)"
+    r"|(?:INFO|DEBUG)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d| [\w.-]+\.py:\d+\])"
     r"|\[(?:INFO|DEBUG)[\]|]"
     r"|NCCL INFO "
     # UCX's level column ("sock.c:32   UCX  DEBUG ioctl(...) failed"), libfabric's "<info>"
@@ -34,7 +35,7 @@ LEVEL_WITHIN = 120  # a level word further in is quoted text, not the line's own
 _WARNED = re.compile(
     r"(?:^|[\s\])|]|\[(?=W\d{3,4} )|(?<=\]:)(?=W\d{3,4} ))(?:"
     r"W\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
-    r"|(?:WARNING|WARN)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d)"
+    r"|(?:WARNING|WARN)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d| [\w.-]+\.py:\d+\])"
     r"|\[(?:WARNING|WARN)[\]|]"
     # a script's own "WARNING: ..." (Megatron's "> WARNING: could not find index map files")
     r"|WARNING: "
