@@ -3329,3 +3329,12 @@ def test_sagemakers_logger_prefix_carries_its_level() -> None:
     assert narrated(f"{host} INFO profiler_config_parser.py:111] Unable to find config")
     assert warned(f"{host} WARNING hook.py:12] the hook failed to register")
     assert not narrated(f"{host} ERROR training.py:40] the step failed")
+
+
+def test_tensorflow_and_xla_cpp_logger_prefix_carries_its_level() -> None:
+    from denpex_fast.analysis.levels import narrated, warned
+
+    at = "2024-03-06 06:26:42.468543:"
+    assert warned(f"{at} W external/xla/xla/service/gpu/gpu_compiler.cc:1234] slow compile")
+    assert narrated(f"{at} I external/xla/xla/pjrt/pjrt_c_api_client.cc:110] could not load")
+    assert not warned(f"{at} E external/xla/xla/stream_executor/cuda/cuda_driver.cc:268] failed")

@@ -4,7 +4,8 @@ Only the start of a line counts (a level word further in is quoted text):
 glog's ``I1016 12:00:00.123456   42 file.py:895]`` (PyTorch's c10 logger
 writes it without the thread id, torch.distributed's Python loggers with the
 file's whole path, behind torchrun's ``[rank0]:`` tag), SageMaker's
-``[<time> <host>:<pid> INFO file.py:27]``, Python logging's
+``[<time> <host>:<pid> INFO file.py:27]``, TensorFlow's and XLA's C++ logger
+``2024-03-06 06:26:42.468543: W tensorflow/.../py_utils.cc:38]``, Python logging's
 ``INFO:name:``, ``- INFO -``, ``| INFO |``, ``[INFO]``, vLLM's ``INFO 10-16
 12:00:00``, NCCL's ``NCCL INFO``, UCX's level column, libfabric's ``<info>``.
 """
@@ -19,6 +20,7 @@ import re
 _NARRATED = re.compile(
     r"(?:^|[\s\])|]|\[(?=I\d{3,4} )|(?<=\]:)(?=I\d{3,4} ))(?:"
     r"I\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
+    r"|(?<=\d\d:\d\d:\d\d\.\d{6}: )I [\w./-]+:\d+\]"
     r"|(?:INFO|DEBUG)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d| [\w.-]+\.py:\d+\])"
     r"|\[(?:INFO|DEBUG)[\]|]"
     r"|NCCL INFO "
@@ -35,6 +37,7 @@ LEVEL_WITHIN = 120  # a level word further in is quoted text, not the line's own
 _WARNED = re.compile(
     r"(?:^|[\s\])|]|\[(?=W\d{3,4} )|(?<=\]:)(?=W\d{3,4} ))(?:"
     r"W\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
+    r"|(?<=\d\d:\d\d:\d\d\.\d{6}: )W [\w./-]+:\d+\]"
     r"|(?:WARNING|WARN)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d| [\w.-]+\.py:\d+\])"
     r"|\[(?:WARNING|WARN)[\]|]"
     # a script's own "WARNING: ..." (Megatron's "> WARNING: could not find index map files")
