@@ -14,36 +14,37 @@ from __future__ import annotations
 
 import re
 
+
+def _level(letter: str, words: str, *own: str) -> re.Pattern[str]:
+    """The forms every logger level shares, at the level glog writes as
+    ``letter`` and Python loggers as ``words``, then a level's ``own`` forms."""
+    return re.compile(
+        rf"(?:^|[\s\])|]|\[(?={letter}\d{{3,4}} )|(?<=\]:)(?={letter}\d{{3,4}} ))(?:"
+        rf"{letter}\d{{3,4}} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
+        rf"|(?<=\d\d:\d\d:\d\d\.\d{{6}}: ){letter} [\w./-]+:\d+\]"
+        rf"|(?:{words})(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d| [\w.-]+\.py:\d+\])"
+        rf"|\[(?:{words})[\]|]" + "".join(f"|{form}" for form in own) + ")"
+    )
+
+
 # INFO/DEBUG.  What a library narrates at that level is a probe it recovers
 # from (an optional backend, plugin or library it cannot open), never its
 # failure, whatever error words it quotes.
-_NARRATED = re.compile(
-    r"(?:^|[\s\])|]|\[(?=I\d{3,4} )|(?<=\]:)(?=I\d{3,4} ))(?:"
-    r"I\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
-    r"|(?<=\d\d:\d\d:\d\d\.\d{6}: )I [\w./-]+:\d+\]"
-    r"|(?:INFO|DEBUG)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d| [\w.-]+\.py:\d+\])"
-    r"|\[(?:INFO|DEBUG)[\]|]"
-    r"|NCCL INFO "
+_NARRATED = _level(
+    "I",
+    "INFO|DEBUG",
+    r"NCCL INFO ",
     # UCX's level column ("sock.c:32   UCX  DEBUG ioctl(...) failed"), libfabric's "<info>"
-    r"|UCX +(?:DIAG|INFO|DEBUG|TRACE|REQ|DATA|ASYNC|FUNC|POLL) "
-    r"|\(\):\d+<(?:info|debug|trace)> "
-    r")"
+    r"UCX +(?:DIAG|INFO|DEBUG|TRACE|REQ|DATA|ASYNC|FUNC|POLL) ",
+    r"\(\):\d+<(?:info|debug|trace)> ",
 )
 LEVEL_WITHIN = 120  # a level word further in is quoted text, not the line's own
 
 
 # WARNING, in the same loggers' forms: glog ``W1016 ...]``, ``WARNING:name:``,
-# ``- WARNING -``, ``[WARN]``, vLLM's ``WARNING 10-16 12:00:00``, a script's ``WARNING: ``.
-_WARNED = re.compile(
-    r"(?:^|[\s\])|]|\[(?=W\d{3,4} )|(?<=\]:)(?=W\d{3,4} ))(?:"
-    r"W\d{3,4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
-    r"|(?<=\d\d:\d\d:\d\d\.\d{6}: )W [\w./-]+:\d+\]"
-    r"|(?:WARNING|WARN)(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d| [\w.-]+\.py:\d+\])"
-    r"|\[(?:WARNING|WARN)[\]|]"
-    # a script's own "WARNING: ..." (Megatron's "> WARNING: could not find index map files")
-    r"|WARNING: "
-    r")"
-)
+# ``- WARNING -``, ``[WARN]``, vLLM's ``WARNING 10-16 12:00:00``, a script's ``WARNING: ``
+# (Megatron's "> WARNING: could not find index map files").
+_WARNED = _level("W", "WARNING|WARN", r"WARNING: ")
 
 
 # ERROR/CRITICAL in the same loggers' forms (a record ``logger.exception``
