@@ -3338,3 +3338,34 @@ def test_tensorflow_and_xla_cpp_logger_prefix_carries_its_level() -> None:
     assert warned(f"{at} W external/xla/xla/service/gpu/gpu_compiler.cc:1234] slow compile")
     assert narrated(f"{at} I external/xla/xla/pjrt/pjrt_c_api_client.cc:110] could not load")
     assert not warned(f"{at} E external/xla/xla/stream_executor/cuda/cuda_driver.cc:268] failed")
+
+
+def _launcher_exit_log(tmp_path: Path, last_local_rank: int, code: int) -> Any:
+    """A DeepSpeed launcher's kill of its workers after one exited with
+    ``code``; the leftover command is the one of local rank
+    ``last_local_rank``, the last process the launcher spawned."""
+    return _diagnosed(
+        tmp_path,
+        "train.log",
+        [
+            "[2026-06-04 11:29:32,185] [INFO] [utils.py:789:see_memory_usage] CPU Virtual "
+            "Memory:  used = 77.89 GB, percent = 12.4%",
+            "[2026-06-04 11:29:54,694] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 8894",
+            "[2026-06-04 11:29:54,695] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python3', "
+            f"'-u', 'src/train.py', '--local_rank={last_local_rank}', '--deepspeed', 'ds.json'] "
+            f"exits with return code = {code}",
+        ],
+    )
+
+
+def test_a_launcher_that_spawned_one_process_names_its_rank(tmp_path) -> None:
+    """The launcher prints the command of the last process it spawned, so its
+    ``--local_rank`` names the failed rank only when it is 0: then the node
+    ran that one process.  A job whose lines show no other rank is rank 0."""
+    d = _launcher_exit_log(tmp_path, 0, -9)
+    assert d.initiating is not None and d.initiating.line == 3
+    assert d.initiating.rank == 0
+    # local rank 3 last: four processes, any of which may have failed
+    d = _launcher_exit_log(tmp_path, 3, -9)
+    assert d.initiating is not None and d.initiating.line == 3
+    assert d.initiating.rank is None

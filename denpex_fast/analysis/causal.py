@@ -918,6 +918,16 @@ def rank_events(
             # every peer dies with after an exception (a timeout waiting for it)
             code = field_number(c.head.fields, EXIT_FIELDS)
             c.rank = virtual[0].rank if virtual and code is not None and int(code) != 1 else None
+            if (
+                c.rank is None
+                and printed <= {0}
+                and world <= 1
+                and _ONLY_SPAWNED.search(c.head.text)
+            ):
+                # the leftover command is the last process spawned: local rank
+                # 0 last means the node ran one process, and it is the one
+                # that failed; a job that shows no other rank is that rank 0
+                c.rank = 0
     virtual = _virtual_suspects(
         live, specific, known_ranks, progress, stall, bound, cands, reader, kb
     )
@@ -2296,6 +2306,7 @@ def _prefix_ranks(events: Sequence[Event]) -> set[int]:
 
 _COMM_RANK = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank (\d+)\b")
 #: the size NCCL states beside it, for an entry on the line that reads no fields
+_ONLY_SPAWNED = re.compile(r"[\x27\"]--local_rank=0[\x27\"]")
 _COMM_NRANKS = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank \d+ nranks (\d+)\b")
 
 
