@@ -3369,3 +3369,39 @@ def test_a_launcher_that_spawned_one_process_names_its_rank(tmp_path) -> None:
     d = _launcher_exit_log(tmp_path, 3, -9)
     assert d.initiating is not None and d.initiating.line == 3
     assert d.initiating.rank is None
+
+
+def test_tensorflow_probes_and_registration_noise_are_not_the_failure(tmp_path) -> None:
+    """TensorFlow logs an optional library it cannot open at warning level,
+    its profiler's missing CUPTI and XLA's duplicate plugin registrations at
+    error level, and goes on: a run that ends with its stats is healthy, and a
+    later traceback is what failed."""
+    healthy = [
+        "2020-08-26 21:39:39.568412: W tensorflow/stream_executor/platform/default/"
+        "dso_loader.cc:59] Could not load dynamic library 'libcupti.so.10.1'; dlerror: "
+        "libcupti.so.10.1: cannot open shared object file: No such file or directory",
+        "2020-08-26 21:39:39.568529: E tensorflow/core/profiler/internal/gpu/cupti_tracer.cc:1441]"
+        " function cupti_interface_->Subscribe( &subscriber_, (CUpti_CallbackFunc)ApiCallback,"
+        " this)failed with error CUPTI could not be loaded or symbol could not be found.",
+        "I0826 21:46:01.710956 140540494919424 keras_utils.py:133] TimeHistory: 43.23 seconds, "
+        "9475.39 examples/second between steps 500 and 600",
+        "I0826 21:46:21.947059 140540494919424 classifier_trainer.py:447] Run stats:",
+        "{'accuracy_top_1': 0.2499593049287796, 'eval_loss': 7.271062850952148}",
+    ]
+    d = _diagnosed(tmp_path, "worker0.log", healthy)
+    assert d.verdict == "no-failure-found", d.reasons
+    failed = [
+        "2024-11-18 00:30:03.593024: E external/local_xla/xla/stream_executor/plugin_registry.cc:91]"
+        " Invalid plugin kind specified: FFT",
+        "2023-10-09 13:36:23.355516: E tensorflow/compiler/xla/stream_executor/cuda/cuda_dnn.cc:"
+        "9342] Unable to register cuDNN factory: Attempting to register factory for plugin cuDNN "
+        "when one has already been registered",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.10/site-packages/horovod/tensorflow/mpi_ops.py", line 45,'
+        " in _load_library",
+        "    library = load_library.load_op_library(filename)",
+        "tensorflow.python.framework.errors_impl.NotFoundError: libmpi_cray.so.12: cannot open "
+        "shared object file: No such file or directory",
+    ]
+    d = _diagnosed(tmp_path, "session.log", failed)
+    assert d.initiating is not None and d.initiating.line == 6, d.initiating

@@ -108,8 +108,6 @@ KNOWN_FALSE_ALARMS = {
     "with no completion line: reported stopped",
     "1395-maxtext-gpt3-22b-h100x8-remat-warnings-healthy": "ends at 'completed step: 29' with "
     "no completion line: reported stopped",
-    "1420-tf-multiworker-mirrored-4node-32gpu-resnet50-cupti-errors-healthy": "TensorFlow's "
-    "warning that the profiler's libcupti could not be loaded is named as a missing library",
     "1424-kubeflow-trainjob-mpirun-deepspeed-2node-8rank-v100-t5-fp16-grad-overflow-pmix-"
     "compression-warn-barrier-hang-warn-healthy": "Open MPI's PMIx banner that no compression "
     "library was found is read as an error",
