@@ -3405,3 +3405,20 @@ def test_tensorflow_probes_and_registration_noise_are_not_the_failure(tmp_path) 
     ]
     d = _diagnosed(tmp_path, "session.log", failed)
     assert d.initiating is not None and d.initiating.line == 6, d.initiating
+
+
+def test_sagemakers_success_report_completes_the_job(tmp_path) -> None:
+    """SageMaker's training toolkit reports the job's end in its own words;
+    without them, a log that ends after progress has stopped."""
+    run = [
+        "[1,mpirank:0,algo-1]<stdout>:Epoch 199: 100% 30/30 [00:01<00:00, 20.1it/s, loss=0.412]",
+        "[1,mpirank:0,algo-1]<stdout>:        test_acc            0.8610276579856873",
+    ]
+    end = [
+        "2022-08-12 20:58:11,621 sagemaker-training-toolkit INFO     Done waiting for a return "
+        "code. Received 0 from exiting process.",
+        "2022-08-12 20:58:11,622 sagemaker-training-toolkit INFO     Reporting training SUCCESS",
+        "2022-08-12 20:58:43 Completed - Training job completed",
+    ]
+    assert _diagnosed(tmp_path, "job.log", run).verdict == "stopped"
+    assert _diagnosed(tmp_path, "job.log", run + end).verdict == "no-failure-found"

@@ -114,10 +114,6 @@ KNOWN_FALSE_ALARMS = {
     "1425-kubeflow-trainjob-mpirun-deepspeed-2node-8rank-a100-t5-bf16-fused-adam-jit-lr-warn-"
     "destroy-pg-warn-s3-upload-healthy": "df's 'No such file or directory' for Triton's "
     "autotune cache directory, before training starts, is named",
-    "1446-sagemaker-mpirun-lightning-ddp-mnist-1node-4rank-g4dn-nccl-info-ofi-plugin-healthy": (
-        "ends with SageMaker's 'Reporting training SUCCESS' and 'Training job completed', "
-        "neither read as completion: reported stopped"
-    ),
 }
 
 
