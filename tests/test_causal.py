@@ -3422,3 +3422,19 @@ def test_sagemakers_success_report_completes_the_job(tmp_path) -> None:
     ]
     assert _diagnosed(tmp_path, "job.log", run).verdict == "stopped"
     assert _diagnosed(tmp_path, "job.log", run + end).verdict == "no-failure-found"
+
+
+def test_launch_time_banners_that_go_on_are_not_the_failure(tmp_path) -> None:
+    """PMIx's banner that it found no compression library ('We will
+    continue') and DeepSpeed's df probe of a Triton cache directory that does
+    not exist yet are printed at start-up by healthy jobs."""
+    lines = [
+        "[node-0]: PMIx was unable to find a usable compression library",
+        "[node-0]: on the system. We will therefore be unable to compress",
+        "[node-0]: continue, but strongly recommend installing zlib or",
+        "df: /home/mpiuser/.triton/autotune: No such file or directory",
+        "[node-0]: [2025-03-22 04:20:03,344] [INFO] [real_accelerator.py:222:get_accelerator] "
+        "Setting ds_accelerator to cuda (auto detect)",
+    ]
+    d = _diagnosed(tmp_path, "launcher.log", lines)
+    assert d.initiating is None and d.verdict in ("no-failure-found", "stopped"), d.reasons

@@ -108,12 +108,6 @@ KNOWN_FALSE_ALARMS = {
     "with no completion line: reported stopped",
     "1395-maxtext-gpt3-22b-h100x8-remat-warnings-healthy": "ends at 'completed step: 29' with "
     "no completion line: reported stopped",
-    "1424-kubeflow-trainjob-mpirun-deepspeed-2node-8rank-v100-t5-fp16-grad-overflow-pmix-"
-    "compression-warn-barrier-hang-warn-healthy": "Open MPI's PMIx banner that no compression "
-    "library was found is read as an error",
-    "1425-kubeflow-trainjob-mpirun-deepspeed-2node-8rank-a100-t5-bf16-fused-adam-jit-lr-warn-"
-    "destroy-pg-warn-s3-upload-healthy": "df's 'No such file or directory' for Triton's "
-    "autotune cache directory, before training starts, is named",
 }
 
 
