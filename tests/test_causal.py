@@ -3438,3 +3438,20 @@ def test_launch_time_banners_that_go_on_are_not_the_failure(tmp_path) -> None:
     ]
     d = _diagnosed(tmp_path, "launcher.log", lines)
     assert d.initiating is None and d.verdict in ("no-failure-found", "stopped"), d.reasons
+
+
+def test_the_stores_wait_for_clients_is_rank_0s_even_when_wrapped(tmp_path) -> None:
+    """Only the process hosting the TCPStore (rank 0 under env:// and tcp://
+    initialisation) waits for the others to join; a paste can wrap its
+    message before the count."""
+    d = _diagnosed(
+        tmp_path,
+        "slurm-268815.out",
+        [
+            "torch.distributed.DistStoreError: Timed out after 3601 seconds waiting for clients. ",
+            "1/16 clients joined.",
+        ],
+    )
+    assert d.initiating is not None
+    assert (d.initiating.signature, d.initiating.line) == ("torch-store-clients-join-timeout", 1)
+    assert d.initiating.rank == 0

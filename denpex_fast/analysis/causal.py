@@ -875,6 +875,9 @@ def rank_events(
     _pid_ranks(live)
     _signal_ranks(live)
     _reported_ranks(live)
+    for e in live:
+        if e.rank is None and "store-host" in marks(kb, e.signature):
+            e.rank = 0  # the store's master: rank 0 under env:// or tcp:// initialisation
     if reader is not None:
         known_ranks |= _sibling_ranks(live, reader.labels())
     known_ranks |= _prefix_ranks(live)

@@ -162,6 +162,9 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "answers others successfully",
         "request-served": "a server's access line answering a request successfully: three after "
         "an error record show the server went on serving past it",
+        "store-host": "printed by the process that hosts the rendezvous store (the TCPStore "
+        "master): with env:// or tcp:// initialisation that is rank 0, so a line without a rank "
+        "of its own is rank 0's",
     }
 )
 ENTRY_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
