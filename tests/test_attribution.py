@@ -69,6 +69,8 @@ RANK_CASES = [
     ("Mon Jan  7 03:09:06 2019[1,2]<stderr>:RuntimeError: boom", 2),
     # horovodrun under Gloo tags a worker's stream with its rank alone
     ("[3]<stderr>:RuntimeError: boom", 3),
+    # SageMaker's mpirun: [job,mpirank:rank,host]
+    ("[1,mpirank:14,algo-2]<stdout>:[2022-04-21 09:13:02.565: C worker.py:108] [14] boom", 14),
     ("Tue Jun  9 20:10:40 2020[1]<stderr>:  what():  [http_store.cc:53] Wait timeout", 1),
     ("[2020-06-09T20:10:40Z] cf108822 [RUNNING] ||  Tue Jun  9 20:10:40 2020[1]<stderr>:boom", 1),
     ("3: RuntimeError: boom", 3),

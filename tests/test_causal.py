@@ -3455,3 +3455,26 @@ def test_the_stores_wait_for_clients_is_rank_0s_even_when_wrapped(tmp_path) -> N
     assert d.initiating is not None
     assert (d.initiating.signature, d.initiating.line) == ("torch-store-clients-join-timeout", 1)
     assert d.initiating.rank == 0
+
+
+def test_an_error_below_nccls_transport_warning_is_a_record_of_its_own() -> None:
+    """An NCCL WARN (NCCL's ``host:pid:tid`` prefix) and a later line of the
+    same rank that does not speak of NCCL are two records: the warning that
+    NCCL fell back to another transport does not swallow the out-of-memory
+    error printed a few lines below it.  The exception that reports NCCL's
+    failure continues its record."""
+    from denpex_fast.analysis.incidents import _same_thread
+
+    warn = (
+        "[1,mpirank:14,algo-2]<stdout>:algo-2:78:78 [6] find_ofi_provider:543 NCCL WARN NET/OFI "
+        "Couldn't find any optimal provider"
+    )
+    oom = (
+        "[1,mpirank:14,algo-2]<stdout>:[2022-04-21 09:13:02.565: C smdistributed/modelparallel/"
+        "torch/worker.py:108] [14] Hit an exception for 0/0 on thread 0: CUDA out of memory."
+    )
+    assert not _same_thread(warn, oom)
+    assert _same_thread(
+        "node1:2411:2466 [3] NCCL WARN socketStartConnect: Connect to 10.0.0.2<40411> failed",
+        "[rank3]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970",
+    )

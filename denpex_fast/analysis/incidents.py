@@ -354,10 +354,20 @@ def _same_process(a: str, b: str) -> bool:
     return _same_nccl_prefix(a, b, 2)
 
 
+_NCCL_WORD = re.compile(r"(?i)nccl")
+
+
 def _same_thread(a: str, b: str) -> bool:
     """Whether two lines can be one NCCL record: their ``host:pid:tid``
     prefixes, when both carry one, are the same (a process's main thread
-    probing for a library and its proxy thread failing later are two)."""
+    probing for a library and its proxy thread failing later are two).  A
+    line after an NCCL line that lacks the prefix continues its record only
+    when it speaks of NCCL (``NCCL error in:``, ``ncclInternalError``): an
+    out-of-memory error of the same rank printed below NCCL's transport
+    warning is a record of its own."""
+    ma, mb = _NCCL_PREFIX.match(a or ""), _NCCL_PREFIX.match(b or "")
+    if ma and not mb and not _NCCL_WORD.search(b or ""):
+        return False
     return _same_nccl_prefix(a, b, 3)
 
 
