@@ -3478,3 +3478,18 @@ def test_an_error_below_nccls_transport_warning_is_a_record_of_its_own() -> None
         "node1:2411:2466 [3] NCCL WARN socketStartConnect: Connect to 10.0.0.2<40411> failed",
         "[rank3]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970",
     )
+
+
+def test_a_run_that_reached_its_configured_steps_ended_itself(tmp_path) -> None:
+    """A training loop that prints only 'completed step: N' ended when N
+    reached the steps its configuration states (counting from 0); short of
+    them, its log stopped."""
+
+    def run(last: int) -> list[str]:
+        return ["Config param steps: 30"] + [
+            f"completed step: {s}, seconds: 4.301, TFLOP/s/device: 240.214, loss: 1.857"
+            for s in range(last + 1)
+        ]
+
+    assert _diagnosed(tmp_path, "maxtext.log", run(29)).verdict == "no-failure-found"
+    assert _diagnosed(tmp_path, "maxtext.log", run(12)).verdict == "stopped"

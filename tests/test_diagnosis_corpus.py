@@ -101,13 +101,6 @@ KNOWN_FALSE_ALARMS = {
     "1323-slurm-salloc-2node-srun-torchrun-c10d-4rank-nccl-broadcast-omp-warnings-healthy": "the "
     "output ends at the last rank's print of the broadcast tensor, with no exit line: reported "
     "stopped",
-    "1393-maxtext-llama2-7b-h100x8-pgle-nsys-healthy": "MaxText's log ends at its last "
-    "configured step ('completed step: 29' of steps=30, a number only its config states), with "
-    "no completion line: reported stopped",
-    "1394-maxtext-llama2-7b-h100x8-pre-pgle-nsys-healthy": "ends at 'completed step: 29' "
-    "with no completion line: reported stopped",
-    "1395-maxtext-gpt3-22b-h100x8-remat-warnings-healthy": "ends at 'completed step: 29' with "
-    "no completion line: reported stopped",
 }
 
 

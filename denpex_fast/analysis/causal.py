@@ -97,6 +97,7 @@ FIELD_VOCABULARY: dict[str, str] = {
     "iteration": "a training iteration",
     "global_step": "a training step",
     "world_size": "how many ranks the job has",
+    "total_steps": "how many steps the job's configuration says it runs",
     "failed_rank": "the (first) rank a line reports as failed, printed by another rank",
     "reporting_rank": "the rank that printed a report naming another as failed_rank",
     "global_rank": "the global rank a process announces it took (a rank-claim line)",
@@ -116,6 +117,7 @@ SEQ_FIELDS = ("seqnum", "seq", "work")
 LAST_ENQUEUED_FIELDS = ("last_enqueued",)
 LAST_COMPLETED_FIELDS = ("last_completed",)
 STEP_FIELDS = ("step", "iteration", "global_step")
+TOTAL_STEP_FIELDS = ("total_steps",)
 EXIT_FIELDS = ("exit_code",)
 SIGNAL_FIELDS = ("signal",)
 WORLD_FIELDS = ("world_size",)
@@ -1543,6 +1545,9 @@ def _ended_itself(
                 f"the last progress line reached the total it counts to "
                 f"({counted[0].group(1)}/{counted[0].group(2)}), then the logs end without an error"
             )
+    reached = _configured_end(events)
+    if reached:
+        return reached
     e = _orderly_exit(events, kb, tails)
     if e is None:
         return None
@@ -1550,6 +1555,29 @@ def _ended_itself(
         f"the processes exited in order ({e.where()}: {e.signature}) after "
         + ("their last progress" if last is not None else "starting")
         + ", without an error"
+    )
+
+
+def _configured_end(events: Sequence[Event]) -> str | None:
+    """Why the job ended itself, when every file that shows progress last
+    reached the number of steps the job's configuration states (MaxText's
+    ``Config param steps: 30``; a loop counting from 0 ends at step 29)."""
+    totals = {n for e in events if (n := field_number(e.fields, TOTAL_STEP_FIELDS)) is not None}
+    if len(totals) != 1 or (total := totals.pop()) < 2:
+        return None  # no statement, or several that disagree
+    last: dict[str, Event] = {}
+    for e in events:
+        if field_number(e.fields, STEP_FIELDS) is not None:
+            if e.file not in last or e.line > last[e.file].line:
+                last[e.file] = e
+    if not last:
+        return None
+    steps = [field_number(e.fields, STEP_FIELDS) or 0 for e in last.values()]
+    if min(steps) < total - 1:
+        return None
+    return (
+        f"the last progress line reached the {int(total)} steps the job's configuration "
+        f"states (step {int(max(steps))}), then the logs end without an error"
     )
 
 
