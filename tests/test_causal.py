@@ -3493,3 +3493,16 @@ def test_a_run_that_reached_its_configured_steps_ended_itself(tmp_path) -> None:
 
     assert _diagnosed(tmp_path, "maxtext.log", run(29)).verdict == "no-failure-found"
     assert _diagnosed(tmp_path, "maxtext.log", run(12)).verdict == "stopped"
+
+
+def test_the_trainers_train_metrics_block_completes_the_job(tmp_path) -> None:
+    """Hugging Face's Trainer (and the scripts built on it) prints its train
+    metrics block once training has ended; an eval block alone is no end."""
+    steps = [
+        f"{{'loss': 1.4, 'grad_norm': 0.9, 'learning_rate': 1e-05, 'epoch': {e}.0}}" for e in (1, 2)
+    ]
+    block = ["  train_runtime            = 0:09:16.03", "  train_loss               =     1.3686"]
+    done = _diagnosed(tmp_path, "train.log", steps + ["***** train metrics *****", *block])
+    assert done.verdict == "no-failure-found", done.reasons
+    cut = _diagnosed(tmp_path, "train.log", steps + ["***** eval metrics *****", *block[1:]])
+    assert cut.verdict == "stopped"

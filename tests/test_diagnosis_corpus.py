@@ -101,10 +101,6 @@ KNOWN_FALSE_ALARMS = {
     "1323-slurm-salloc-2node-srun-torchrun-c10d-4rank-nccl-broadcast-omp-warnings-healthy": "the "
     "output ends at the last rank's print of the broadcast tensor, with no exit line: reported "
     "stopped",
-    "1488-intel-xpu-b60-oneccl-llamafactory-2rank-lora-ccl-warn-noise-healthy": (
-        "ends with the Trainer's '***** train metrics *****' block (train_runtime = 0:09:16.03), "
-        "not read as completion: reported stopped"
-    ),
 }
 
 
