@@ -3506,3 +3506,19 @@ def test_the_trainers_train_metrics_block_completes_the_job(tmp_path) -> None:
     assert done.verdict == "no-failure-found", done.reasons
     cut = _diagnosed(tmp_path, "train.log", steps + ["***** eval metrics *****", *block[1:]])
     assert cut.verdict == "stopped"
+
+
+def test_a_summary_after_the_completion_line_is_not_progress(tmp_path) -> None:
+    """Ray prints the run's final Result after it ended, restating the last
+    step; a loop that went on past a 'done' prints step after step."""
+    end = [
+        "(RayTrainWorker pid=66181) `Trainer.fit` stopped: `max_epochs=1` reached.",
+        "2023-08-30 11:51:22,253\tINFO tune.py:1142 -- Total run time: 2877.24 seconds "
+        "(2877.14 seconds for the tuning loop).",
+        "Result(",
+        "  metrics={'train_loss': 0.176025390625, 'epoch': 0, 'step': 135},",
+        ")",
+    ]
+    assert _diagnosed(tmp_path, "fit.log", end).verdict == "no-failure-found"
+    went_on = end + [f"(RayTrainWorker pid=66181) step={s} loss=0.17" for s in (136, 137)]
+    assert _diagnosed(tmp_path, "fit.log", went_on).verdict == "stopped"

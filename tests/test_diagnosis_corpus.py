@@ -101,10 +101,6 @@ KNOWN_FALSE_ALARMS = {
     "1323-slurm-salloc-2node-srun-torchrun-c10d-4rank-nccl-broadcast-omp-warnings-healthy": "the "
     "output ends at the last rank's print of the broadcast tensor, with no exit line: reported "
     "stopped",
-    "1492-ray-train-lightning-fsdp-16node-t4-dolly-v2-7b-checkpoint-sync-warning-healthy": (
-        "Ray's final Result(metrics={... 'step': 135}) after '`Trainer.fit` stopped' is read as "
-        "progress going on past the completion line: reported stopped"
-    ),
 }
 
 

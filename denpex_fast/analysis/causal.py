@@ -1621,7 +1621,9 @@ def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
     progress line of their file follows with a higher step (a "done" printed
     mid-run, by a loading step, says nothing about the end; Megatron's
     evaluation "at iteration 50" after "[after training is done]" at step 50
-    does not go on past it).  None: it did not say so."""
+    does not go on past it).  With no step before the line, it takes two
+    steps after it to go past (a summary restating the last step is one).
+    None: it did not say so."""
     steps: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for e in events:
         # a checkpoint written after the loop ended is no sign the loop went on,
@@ -1634,8 +1636,14 @@ def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
 
     def went_past(e: Event) -> bool:
         mine = steps.get(e.file, ())
-        before = max((n for line, n in mine if line < e.line), default=-math.inf)
-        return any(line > e.line and n > before for line, n in mine)
+        before = max((n for line, n in mine if line < e.line), default=None)
+        later = {n for line, n in mine if line > e.line}
+        if before is None:
+            # no step before it: one summary after it that names the last
+            # step (Ray's final Result(metrics={... 'step': 135})) is no loop
+            # going on; a loop prints step after step
+            return len(later) >= 2
+        return any(n > before for n in later)
 
     return [e for e in events if "completion" in marks(kb, e.signature) and not went_past(e)]
 
