@@ -228,6 +228,22 @@ def test_lines_of_one_template_are_not_taken_for_a_terminals_wraps() -> None:
     assert clean(_text(lines)) is None
 
 
+def test_the_rules_framing_a_help_message_are_not_a_terminals_wraps() -> None:
+    # Open MPI frames each help message in 74 dashes: the longest lines of the
+    # paste, and never text a terminal cut
+    rule = "-" * 74
+    lines = [
+        rule,
+        "PMI2_Init failed to initialize.  Return code: 14",
+        rule,
+        rule,
+        'The application appears to have been direct launched using "srun",',
+        "but OMPI was not built with SLURM's PMI support and therefore cannot",
+        rule,
+    ]
+    assert clean(_text(lines)) is None
+
+
 @pytest.mark.parametrize(
     "prefix",
     ["trainer-1  | ", "2024-05-01T12:00:00.123456789Z stderr F "],

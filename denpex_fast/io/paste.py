@@ -122,6 +122,7 @@ WRAP_MIN = 60
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132})
 # a row that goes on a sentence: a lowercase word (no ``host:``, ``module.``
 # or ``key=`` that opens a record), after at most the blank the cut left
+_RULE = re.compile(rb"^\s*([-=*#~_+])\1{9,}\s*\r?$")
 _CONTINUES = re.compile(rb" ?[a-z][\w./-]*(?:[ ,;)(\]'\"]|\r?$)")
 
 
@@ -132,7 +133,11 @@ def _unwrap(data: bytes) -> bytes:
     physical line's place and the lines it absorbed are left empty, so every
     line keeps its number."""
     lines = data.split(b"\n")
-    widths = [len(ln.rstrip(b"\r").decode("utf-8", "replace")) for ln in lines]
+    # a rule (Open MPI frames its help messages in 74 dashes) is drawn to a
+    # length of its own: never a row of wrapped text
+    widths = [
+        0 if _RULE.match(ln) else len(ln.rstrip(b"\r").decode("utf-8", "replace")) for ln in lines
+    ]
     width = max(widths, default=0)
     if width < WRAP_MIN:
         return data
