@@ -3522,3 +3522,12 @@ def test_a_summary_after_the_completion_line_is_not_progress(tmp_path) -> None:
     assert _diagnosed(tmp_path, "fit.log", end).verdict == "no-failure-found"
     went_on = end + [f"(RayTrainWorker pid=66181) step={s} loss=0.17" for s in (136, 137)]
     assert _diagnosed(tmp_path, "fit.log", went_on).verdict == "stopped"
+
+
+def test_a_finished_banner_that_ends_the_log_completes_the_job(tmp_path) -> None:
+    """A program's own 'Finished Running' framed as a banner, as its file's
+    last word after its progress, ends the job."""
+    run = [f"INFO:root:step={s} Total time taken = 3384.4 ms" for s in range(1, 4)]
+    done = _diagnosed(tmp_path, "rank0.log", run + ["INFO:root:==== Finished Running ===="])
+    assert done.verdict == "no-failure-found", done.reasons
+    assert _diagnosed(tmp_path, "rank0.log", run).verdict == "stopped"

@@ -101,9 +101,6 @@ KNOWN_FALSE_ALARMS = {
     "1323-slurm-salloc-2node-srun-torchrun-c10d-4rank-nccl-broadcast-omp-warnings-healthy": "the "
     "output ends at the last rank's print of the broadcast tensor, with no exit line: reported "
     "stopped",
-    "1526-aurora-mpiexec-aicommsbench-tp12-dp8-8node-96rank-xpu-first-iteration-14s-outlier-"
-    "finished-healthy": "ends with the mini-app's '==== Finished Running ====' banner, not read "
-    "as completion: reported stopped",
     "1530-gaudi-tf-multiworker-mirrored-ipyparallel-8worker-mnist-healthy": "each engine's "
     "Keras evaluation ends its output, with no completion line: reported stopped",
 }
