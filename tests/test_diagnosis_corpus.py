@@ -103,6 +103,9 @@ KNOWN_FALSE_ALARMS = {
     "stopped",
     "1530-gaudi-tf-multiworker-mirrored-ipyparallel-8worker-mnist-healthy": "each engine's "
     "Keras evaluation ends its output, with no completion line: reported stopped",
+    "1545-rocm-blog-torchtune-lora-distributed-8gpu-llama31-8b-healthy": "torchtune's last "
+    "epoch bar (10/10) and its final checkpoint save end the output, with no completion line: "
+    "reported stopped",
 }
 
 
