@@ -244,6 +244,19 @@ def test_the_rules_framing_a_help_message_are_not_a_terminals_wraps() -> None:
     assert clean(_text(lines)) is None
 
 
+def test_the_rows_of_a_drawn_box_are_not_a_terminals_wraps() -> None:
+    # rich draws a traceback's frames in a box as wide as the terminal; the
+    # exception line printed below its bottom edge is a line of its own
+    inner = "│ " + "x" * 74 + " │"
+    lines = [
+        "30: ╭" + "─" * 76 + "╮",
+        *[f"30: {inner}" for _ in range(4)],
+        "30: ╰" + "─" * 76 + "╯",
+        "RuntimeError: view size is not compatible with input tensor's size and stride ",
+    ]
+    assert clean(_text(lines)) is None
+
+
 @pytest.mark.parametrize(
     "prefix",
     ["trainer-1  | ", "2024-05-01T12:00:00.123456789Z stderr F "],

@@ -122,7 +122,11 @@ WRAP_MIN = 60
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132})
 # a row that goes on a sentence: a lowercase word (no ``host:``, ``module.``
 # or ``key=`` that opens a record), after at most the blank the cut left
-_RULE = re.compile(rb"^\s*([-=*#~_+])\1{9,}\s*\r?$")
+_RULE = re.compile(
+    rb"^\s*([-=*#~_+])\1{9,}\s*\r?$"
+    # a row of a drawn box (rich's tracebacks and tables: U+2500-U+257F last)
+    rb"|.*\xe2[\x94\x95][\x80-\xbf]\s*\r?$"
+)
 _CONTINUES = re.compile(rb" ?[a-z][\w./-]*(?:[ ,;)(\]'\"]|\r?$)")
 
 
@@ -133,8 +137,8 @@ def _unwrap(data: bytes) -> bytes:
     physical line's place and the lines it absorbed are left empty, so every
     line keeps its number."""
     lines = data.split(b"\n")
-    # a rule (Open MPI frames its help messages in 74 dashes) is drawn to a
-    # length of its own: never a row of wrapped text
+    # a rule (Open MPI frames its help messages in 74 dashes) or a box's row
+    # is drawn to a length of its own: never a row of wrapped text
     widths = [
         0 if _RULE.match(ln) else len(ln.rstrip(b"\r").decode("utf-8", "replace")) for ln in lines
     ]
