@@ -2343,9 +2343,10 @@ def _prefix_ranks(events: Sequence[Event]) -> set[int]:
     return given
 
 
+#: a DeepSpeed launcher's leftover command of local rank 0 (see anonymous-exit in rank_events)
+_ONLY_SPAWNED = re.compile(r"[\x27\"]--local_rank=0[\x27\"]")
 _COMM_RANK = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank (\d+)\b")
 #: the size NCCL states beside it, for an entry on the line that reads no fields
-_ONLY_SPAWNED = re.compile(r"[\x27\"]--local_rank=0[\x27\"]")
 _COMM_NRANKS = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank \d+ nranks (\d+)\b")
 
 

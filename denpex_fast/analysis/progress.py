@@ -60,7 +60,10 @@ OWN_FILE_STEP_LINES = 64
 
 # a launcher's per-process prefix; two ranks writing at once can put one
 # inside another's line ("...ms/it[1,2]<stdout>:[rank 2] iter 8/10")
-_TAG = re.compile(rb"\[\d+,(?:mpirank:)?\d+(?:,[\w.-]+)?\]<std(?:out|err)>:|\[[A-Za-z_]+\d+\]:")
+# (the host part bounded as in attribution's Open MPI tag)
+_TAG = re.compile(
+    rb"\[\d+,(?:mpirank:)?\d+(?:,[A-Za-z][\w.-]{0,62})?\]<std(?:out|err)>:|\[[A-Za-z_]+\d+\]:"
+)
 
 
 def _segment_start(data: bytes, lo: int, at: int) -> int:

@@ -139,6 +139,13 @@ _MON = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
 _MPI_RANK = r"\[(?:\d+,)?(?:mpirank:)?"
 _MPI_HOST = r"(?:,[A-Za-z][\w.-]{0,62})?\]<std(?:out|err)>:"
 _MPI_TAG = _MPI_RANK + r"\d+" + _MPI_HOST + " ?"
+
+
+def _mpi_rank(group: str) -> str:
+    """Open MPI's stream tag with its rank in the named ``group``."""
+    return _MPI_RANK + f"(?P<{group}>{_N})" + _MPI_HOST
+
+
 _WORKER_TAG = r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?"  # Ray / vLLM workers
 
 # Prefixes launchers and log collectors put before a process's own text.
@@ -194,18 +201,7 @@ def prefix_length(text: str) -> int:
 
 
 _RANK_PREFIX_FORMS = (
-    r"(?:\[rank(?P<a>"
-    + _N
-    + r")\]:"
-    + r"|"
-    + _MPI_RANK
-    + r"(?P<b>"
-    + _N
-    + r")"
-    + _MPI_HOST
-    + r"|\s*(?P<c>"
-    + _N
-    + r"): "
+    r"(?:\[rank(?P<a>" + _N + r")\]:|" + _mpi_rank("b") + r"|\s*(?P<c>" + _N + r"): "
     r"|\[(?P<d>" + _N + r")\]:."
     # IBM Spectrum MPI / PAMI glue the rank to the message: "[0]Error opening ..."
     r"|\[(?P<pm>" + _N + r")\][A-Z][a-z]"
@@ -248,17 +244,10 @@ _RANK_TAG = (
     # SGLang's scheduler tags its lines "[<time> TP3]" ("DP1 TP3", "TP3 EP3"):
     # the tensor-parallel rank is the global one unless pipeline stages
     # ("PP1 TP3") number the ranks again
-    r"|\d\d:\d\d:\d\d(?: DP\d+)? TP(?P<sg>"
-    + _N
-    + r")(?: EP\d+)?\]"
+    r"|\d\d:\d\d:\d\d(?: DP\d+)? TP(?P<sg>" + _N + r")(?: EP\d+)?\]"
     # a launcher's stream tag behind a collector's prefix no chain knows
     # (Determined: "[time] cf108822 [RUNNING] ||  <ctime>[1]<stderr>:")
-    + r"|"
-    + _MPI_RANK
-    + r"(?P<hv>"
-    + _N
-    + r")"
-    + _MPI_HOST
+    r"|" + _mpi_rank("hv")
 )
 _RANK_TAG_GROUPS = "p r g t s m om o l dl ua ns sp sx jt hr sg hv".split()
 # The wordings a training script's own logger uses for its rank, in any case:

@@ -120,13 +120,13 @@ WRAP_LINES = 3
 WRAP_MIN = 60
 #: the widths terminals open with (VT100's 80 and 132, and the usual wider ones)
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132})
-# a row that goes on a sentence: a lowercase word (no ``host:``, ``module.``
-# or ``key=`` that opens a record), after at most the blank the cut left
+# a rule, or a row of a drawn box (rich's tracebacks and tables: U+2500-U+257F last)
 _RULE = re.compile(
     rb"^\s*([-=*#~_+])\1{9,}\s*\r?$"
-    # a row of a drawn box (rich's tracebacks and tables: U+2500-U+257F last)
     rb"|.*\xe2[\x94\x95][\x80-\xbf]\s*\r?$"
 )
+# a row that goes on a sentence: a lowercase word (no ``host:``, ``module.``
+# or ``key=`` that opens a record), after at most the blank the cut left
 _CONTINUES = re.compile(rb" ?[a-z][\w./-]*(?:[ ,;)(\]'\"]|\r?$)")
 
 
