@@ -106,6 +106,10 @@ KNOWN_FALSE_ALARMS = {
     "1545-rocm-blog-torchtune-lora-distributed-8gpu-llama31-8b-healthy": "torchtune's last "
     "epoch bar (10/10) and its final checkpoint save end the output, with no completion line: "
     "reported stopped",
+    "1597-mosaicml-composer-8node-64gpu-fsdp-202b-mosaicgpt-lambada-icl-eval-healthy": "rank 0's "
+    "evaluation time and composer's cleanup line ('Waiting up to 30 seconds for all training "
+    "processes to terminate'), which it prints after a failure too, end the output: reported "
+    "stopped",
 }
 
 
