@@ -232,6 +232,8 @@ PATH_CASES = [
     ("logs/rank7/stdout.log", 7, None),
     ("abc123/attempt_0/5/stderr.log", 5, None),
     ("job-worker-3.log", 3, "job-worker-3"),
+    ("log/workerlog.4", 4, None),  # Paddle's launcher: the trainer's index
+    ("worker_2.log", 2, None),  # MindSpore's msrun
     ("slurm-1234_3.out", None, None),  # array task 3, not rank 3
     ("case-oom-rank2-watchdog/train.log", None, None),  # a word in a directory name
     ("mp_rank_03_model_states.log", None, None),

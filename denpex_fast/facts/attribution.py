@@ -46,7 +46,8 @@ before a torchrun worker's own ``[rankN]:`` (see 1.):
 4. another line of the same process in the same file (same NCCL
    ``host:pid``, same Ray/vLLM worker pid) that has a rank, when they agree;
 5. the path: the file name (``rank5.log``, ``rank_5.txt``, ``rank-3.out``,
-   ``train_rank3.log``, ``*-worker-3.log``: the worker index), a directory
+   ``train_rank3.log``, ``*-worker-3.log`` and Paddle's ``workerlog.3``: the
+   worker index), a directory
    named only for a rank (``rank5/``, Open MPI's ``--output-filename``
    ``1/rank.5/stderr``), the torchrun ``--log-dir`` layout
    ``<run_id>/attempt_0/5/stderr.log`` (``5`` is the local rank: it is taken
@@ -484,7 +485,8 @@ _PATH_RANK = re.compile(r"(?:^|[^A-Za-z0-9])rank[-_]?(\d{1,7})(?![0-9])", re.I)
 # a directory named for a rank; ``rank.N`` is Open MPI's --output-filename layout
 _DIR_RANK = re.compile(r"^rank[-_.]?(\d{1,7})$", re.I)
 _PATH_RANK_PREFIXED = re.compile(r"(?:local|node|group|mp|pp|tp|dp|ep|cp)[-_]rank[-_]?\d", re.I)
-_PATH_WORKER = re.compile(r"(?:^|[-_.])worker[-_]?(\d{1,7})$", re.I)
+# ``worker-3.log``; Paddle's launcher writes ``log/workerlog.3`` (the trainer's local index)
+_PATH_WORKER = re.compile(r"(?:^|[-_.])worker(?:log)?[-_.]?(\d{1,7})$", re.I)
 _TORCHRUN_DIR = re.compile(r"(?:^|/)attempt_\d+/(\d{1,7})/(?:stdout|stderr)\.log$")
 _EXPLICIT_HOST = re.compile(r"^(?:host|hostname|node)[-_=](" + _HOST + r")$", re.I)
 _NODE_NAME = re.compile(
