@@ -634,3 +634,34 @@ def test_an_unreadable_directory_is_a_manifest_row_not_a_gap(
     assert man["secret/"]["status"] == "error"
     assert "Permission denied" in man["secret/"]["error"]
     assert man["rank0.log"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("shift", [0, 1, 2])
+def test_a_timestamp_followed_by_multibyte_text_is_diagnosed(tmp_path: Path, shift: int) -> None:
+    # The timestamp parser reads a fixed number of bytes from a timestamp's
+    # start; a progress bar's 3-byte blocks put a character across that end
+    # at one shift of the three, which once stopped the whole diagnosis.
+    bar = "\u2588" * 60
+    (tmp_path / "rank0.log").write_text(
+        "2024-05-01 12:00:00,123 INFO start\n"
+        f"2024-05-01 12:00:01,123 {'x' * shift}RuntimeError: boom {bar}\n",
+        encoding="utf-8",
+    )
+    d = dx.diagnose(str(tmp_path))
+    assert d.initiating is not None
+    assert (d.initiating.line, d.initiating.rank) == (2, 0)
+    assert d.initiating.ts is not None and d.initiating.ts.second == 1
+
+
+def test_regex_reads_text_that_is_not_valid_utf8() -> None:
+    # pieces read back from a log at fixed byte counts may end inside a
+    # character; the small-array path through Python's re must not fail on them
+    import pyarrow as pa
+
+    from denpex_fast.facts import regex
+
+    cut = b"2024-05-01 12:00:01 \xe2\x96"
+    arr = pa.StringArray.from_buffers(
+        1, pa.py_buffer(bytes([0, 0, 0, 0, len(cut), 0, 0, 0])), pa.py_buffer(cut)
+    )
+    assert regex.matches(arr, r"^\d{4}-\d\d-\d\d").tolist() == [True]

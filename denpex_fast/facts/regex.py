@@ -41,7 +41,10 @@ def _python(arr: pa.Array, expr: str) -> tuple[re.Pattern[str], list[str | None]
     rx = _compiled(expr)
     if rx is None:
         return None
-    return rx, arr.to_pylist()
+    try:
+        return rx, arr.to_pylist()
+    except UnicodeDecodeError:  # RE2 reads the bytes as they are
+        return None
 
 
 def matches(arr: pa.Array, expr: str) -> np.ndarray:

@@ -181,8 +181,9 @@ def substrings(arr: pa.Array, rows: np.ndarray, start: np.ndarray, length: int) 
     """``arr[rows[i]][start[i]:start[i]+length]`` (byte positions) for every i, as strings.
 
     Positions come from ``find_substring_regex`` and fall on character
-    boundaries; the end may cut a multi-byte character, which the anchored
-    ASCII regexes used on the result never reach.
+    boundaries; an end that would cut a multi-byte character (a progress
+    bar's block, a non-breaking space) is moved back to the character's
+    start, so every piece is valid UTF-8 wherever it is decoded.
     """
     n = len(rows)
     if n == 0:
@@ -195,6 +196,15 @@ def substrings(arr: pa.Array, rows: np.ndarray, start: np.ndarray, length: int) 
     offs = np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4)
     begin = offs[rows] + start.astype(np.int32)
     end = np.minimum(offs[rows + 1], begin + length)
+    data = arr.buffers()[2]
+    if data is not None and data.size:
+        raw = np.frombuffer(data, np.uint8)
+        for _ in range(3):  # a UTF-8 character has at most 3 continuation bytes
+            inside = np.flatnonzero(end < offs[rows + 1])
+            cont = inside[(raw[end[inside]] & 0xC0) == 0x80]
+            if len(cont) == 0:
+                break
+            end[cont] -= 1
     # an array whose even elements are the wanted pieces, then keep those
     inter = np.empty(2 * n + 1, np.int32)
     inter[0:-1:2] = begin
