@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+import denpex_fast as dx
 from denpex_fast.analysis.causal import estimate_skew, rank_events
 from denpex_fast.analysis.diagnosis import diagnose_table
 from denpex_fast.analysis.ranker import FEATURE_NAMES
@@ -3531,3 +3532,42 @@ def test_a_finished_banner_that_ends_the_log_completes_the_job(tmp_path) -> None
     done = _diagnosed(tmp_path, "rank0.log", run + ["INFO:root:==== Finished Running ===="])
     assert done.verdict == "no-failure-found", done.reasons
     assert _diagnosed(tmp_path, "rank0.log", run).verdict == "stopped"
+
+
+_NINJA_JOB = [
+    "[2026-06-04 11:26:19,655] [INFO] [partition_parameters.py:348:__exit__] finished initializing model",
+    "[rank0]: Traceback (most recent call last):",
+    '[rank0]:   File "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py", line 2101, in verify_ninja_availability',
+    '[rank0]:     raise RuntimeError("Ninja is required to load C++ extensions")',
+    "[rank0]: RuntimeError: Ninja is required to load C++ extensions",
+    "Exception ignored in: <function DeepSpeedCPUAdam.__del__ at 0x7f3ea401b910>",
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.10/site-packages/deepspeed/ops/adam/cpu_adam.py", line 102, in __del__',
+    "    self.ds_opt_adam.destroy_adam(self.opt_id)",
+    "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'",
+    "[rank0]:[W604 11:26:33.322437609 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources.",
+]
+
+
+@pytest.mark.parametrize("collector", ["", "cri", "compose"])
+def test_a_collectors_prefix_does_not_join_an_error_to_the_ignored_one_after_it(
+    tmp_path: Path, collector: str
+) -> None:
+    # rank 0's exception and the destructor's ignored one after it are two
+    # records because only the first carries the [rank0]: tag; behind a
+    # collector's prefix on every line they were read as one, named by the
+    # ignored exception and dropped with it, and the job was called healthy
+    def dress(k: int, line: str) -> str:
+        if collector == "cri":
+            return f"2026-06-04T11:26:{20 + k:02d}.000000000Z stderr F {line}"
+        if collector == "compose":
+            return f"trainer-1  | {line}"
+        return line
+
+    (tmp_path / "train.log").write_text(
+        "".join(dress(k, line) + "\n" for k, line in enumerate(_NINJA_JOB)), encoding="utf-8"
+    )
+    d = dx.diagnose(str(tmp_path))
+    assert d.verdict != "no-failure-found"
+    assert d.initiating is not None
+    assert (d.initiating.line, d.initiating.rank) == (5, 0)

@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..facts.attribution import collector_length
+
 #: lines between two members of one incident (a traceback's frames fit)
 GAP = 12
 
@@ -329,12 +331,20 @@ def without(inc: Incident, drop: Callable[[Any], bool], kb: Any) -> Incident | N
     )
 
 
+def _own(text: str | None) -> str:
+    """The line as its process wrote it: a collector's prefix (a CRI file's
+    ``<time> stderr F ``, docker compose's service column) is on every line,
+    and would hide the launcher tags the checks below compare."""
+    text = text or ""
+    return text[collector_length(text) :]
+
+
 def _same_writer(a: str, b: str) -> bool:
     """Whether two nearby lines of one console can be one record: both carry a
     launcher's per-process prefix (``[default0]:``, ``[1,2]<stderr>:``) or
     neither does.  The agent's own lines (no prefix) interleave with its
     workers' (prefixed) and belong to another process."""
-    return bool(_PREFIXES.match(a or "")) == bool(_PREFIXES.match(b or ""))
+    return bool(_PREFIXES.match(_own(a))) == bool(_PREFIXES.match(_own(b)))
 
 
 # NCCL's "host:pid:tid [dev]" prefix
@@ -344,7 +354,7 @@ _NCCL_PREFIX = re.compile(r"^\S*?([\w.-]+):(\d+):(\d+) \[\d+\]")
 def _same_nccl_prefix(a: str, b: str, parts: int) -> bool:
     """Whether two lines' NCCL prefixes, when both carry one, agree on their
     first ``parts`` fields (host, pid, tid)."""
-    ma, mb = _NCCL_PREFIX.match(a or ""), _NCCL_PREFIX.match(b or "")
+    ma, mb = _NCCL_PREFIX.match(_own(a)), _NCCL_PREFIX.match(_own(b))
     return not (ma and mb) or ma.groups()[:parts] == mb.groups()[:parts]
 
 
@@ -365,7 +375,7 @@ def _same_thread(a: str, b: str) -> bool:
     when it speaks of NCCL (``NCCL error in:``, ``ncclInternalError``): an
     out-of-memory error of the same rank printed below NCCL's transport
     warning is a record of its own."""
-    ma, mb = _NCCL_PREFIX.match(a or ""), _NCCL_PREFIX.match(b or "")
+    ma, mb = _NCCL_PREFIX.match(_own(a)), _NCCL_PREFIX.match(_own(b))
     if ma and not mb and not _NCCL_WORD.search(b or ""):
         return False
     return _same_nccl_prefix(a, b, 3)
@@ -382,4 +392,4 @@ _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?|[0-9a-f]{8,}")
 def template(text: str) -> str:
     """A line with launcher prefixes dropped and numbers and hex ids masked, so
     the same message from different ranks compares equal."""
-    return _VOLATILE.sub("#", _PREFIXES.sub("", text or "")).strip()[:200]
+    return _VOLATILE.sub("#", _PREFIXES.sub("", _own(text))).strip()[:200]

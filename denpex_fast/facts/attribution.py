@@ -149,6 +149,15 @@ def _mpi_rank(group: str) -> str:
 
 _WORKER_TAG = r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?"  # Ray / vLLM workers
 
+# Prefixes log collectors put before every line, whichever process wrote it.
+_COLLECTOR_FORMS = [
+    r"\[pod/[^\]\s]+\] ",  # kubectl logs --prefix
+    # --timestamps, and CRI files (kubelet's /var/log/pods: "<time> stderr F ")
+    r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? (?:std(?:out|err) [FP] )?",
+    r"[\w.-]+ +\| ",  # docker compose logs: "trainer-1  | "
+    r"\x1b\[[\d;]*m",  # terminal colours kept by `| tee` (Ray, vLLM, rich)
+]
+
 # Prefixes launchers and log collectors put before a process's own text.
 _CHAIN = (
     "(?:"
@@ -162,15 +171,12 @@ _CHAIN = (
             r" *\d+: ",  # srun --label
             _HOST_D + ": ",  # pdsh
             _WORKER_TAG,
-            r"\[pod/[^\]\s]+\] ",  # kubectl logs --prefix
-            # --timestamps, and CRI files (kubelet's /var/log/pods: "<time> stderr F ")
-            r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? (?:std(?:out|err) [FP] )?",
-            r"[\w.-]+ +\| ",  # docker compose logs: "trainer-1  | "
-            r"\x1b\[[\d;]*m",  # terminal colours kept by `| tee` (Ray, vLLM, rich)
+            *_COLLECTOR_FORMS,
         ]
     )
     + ")*?"
 )
+_COLLECTOR_RE = re.compile("^(?:" + "|".join(_COLLECTOR_FORMS) + ")*")
 
 _CHAIN_RE = re.compile("^" + _CHAIN.removesuffix("?"))  # greedy
 
@@ -191,6 +197,14 @@ STREAM_TAG = re.compile(
 FD_STREAM_TAG = re.compile(
     r"^\s*(?:" + _MPI_TAG + r"|\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\d{1,5}: )"
 )
+
+
+def collector_length(text: str) -> int:
+    """How many leading characters of ``text`` a log collector put there (a
+    CRI file's ``<time> stderr F ``, ``kubectl logs --prefix``, docker
+    compose's service column, terminal colours): what comes after is the
+    line as its process wrote it, launcher tags included."""
+    return _COLLECTOR_RE.match(text).end()  # type: ignore[union-attr]
 
 
 def prefix_length(text: str) -> int:
