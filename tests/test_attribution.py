@@ -775,3 +775,27 @@ def test_torchrun_rank_behind_an_srun_task_label_names_the_process() -> None:
     )
     # srun numbers its tasks (here one per node); torchrun's own prefix names the rank
     assert facts.rank.tolist() == [7, 1, 3]
+
+
+@pytest.mark.parametrize(
+    "collector",
+    ["2024-05-01T12:00:00.016000000Z stderr F ", "trainer-1  | ", "[pod/job-worker-0/pytorch] "],
+)
+def test_anchored_rank_forms_are_read_behind_a_collectors_prefix(collector: str) -> None:
+    from denpex_fast.analysis.levels import warned
+    from denpex_fast.facts.attribution import collector_length, line_facts
+
+    lines = [
+        "1: [rank7]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.65 GiB.",
+        "-- Process 2 terminated with the following error:",
+        "  rank      : 5 (local_rank: 1)",
+    ]
+    facts = line_facts(pa.array([collector + line for line in lines]))
+    assert facts.rank.tolist() == [7, 2, 5]
+    assert collector_length(collector + lines[0]) == len(collector)
+    # a glog line's level is counted from where the process's own line starts
+    glog = (
+        "[rank0]:W0519 14:43:05.494000 2754387 /home/user/github/pytorch/torch/utils/"
+        "_pytree.py:630] <enum 'KernelPreference'> is an Enum subclass"
+    )
+    assert warned(glog) and warned(collector + glog)

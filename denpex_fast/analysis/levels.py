@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from ..facts.attribution import collector_length
+
 
 def _level(letter: str, words: str, *own: str) -> re.Pattern[str]:
     """The forms every logger level shares, at the level glog writes as
@@ -59,6 +61,9 @@ _LOGGED_ERROR = re.compile(
 
 
 def _at_level(level: re.Pattern[str], text: str) -> bool:
+    # counted from the end of a collector's prefix (a CRI file's "<time> stderr F "),
+    # which stands before every line whatever its level
+    text = text[collector_length(text) :]
     m = level.search(text, 0, LEVEL_WITHIN + 16)
     return m is not None and m.start() <= LEVEL_WITHIN
 

@@ -150,13 +150,14 @@ def _mpi_rank(group: str) -> str:
 _WORKER_TAG = r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?"  # Ray / vLLM workers
 
 # Prefixes log collectors put before every line, whichever process wrote it.
-_COLLECTOR_FORMS = [
-    r"\[pod/[^\]\s]+\] ",  # kubectl logs --prefix
-    # --timestamps, and CRI files (kubelet's /var/log/pods: "<time> stderr F ")
-    r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? (?:std(?:out|err) [FP] )?",
-    r"[\w.-]+ +\| ",  # docker compose logs: "trainer-1  | "
-    r"\x1b\[[\d;]*m",  # terminal colours kept by `| tee` (Ray, vLLM, rich)
-]
+_KUBECTL = r"\[pod/[^\]\s]+\] "  # kubectl logs --prefix
+_COMPOSE = r"[\w.-]+ +\| "  # docker compose logs: "trainer-1  | "
+_ANSI = r"\x1b\[[\d;]*m"  # terminal colours kept by `| tee` (Ray, vLLM, rich)
+# kubectl logs --timestamps and CRI files (kubelet's /var/log/pods: "<time> stderr F "):
+# RFC 3339 with its zone, unlike the times loggers print in their own prefixes
+_COLLECTOR_TIME = (
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (?:std(?:out|err) [FP] )?"
+)
 
 # Prefixes launchers and log collectors put before a process's own text.
 _CHAIN = (
@@ -171,12 +172,17 @@ _CHAIN = (
             r" *\d+: ",  # srun --label
             _HOST_D + ": ",  # pdsh
             _WORKER_TAG,
-            *_COLLECTOR_FORMS,
+            _KUBECTL,
+            # any leading time: a collector's, or a logger's own before a tag
+            r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? (?:std(?:out|err) [FP] )?",
+            _COMPOSE,
+            _ANSI,
         ]
     )
     + ")*?"
 )
-_COLLECTOR_RE = re.compile("^(?:" + "|".join(_COLLECTOR_FORMS) + ")*")
+_COLLECTED = "(?:" + "|".join([_KUBECTL, _COLLECTOR_TIME, _COMPOSE, _ANSI]) + ")*"
+_COLLECTOR_RE = re.compile("^" + _COLLECTED)
 
 _CHAIN_RE = re.compile("^" + _CHAIN.removesuffix("?"))  # greedy
 
@@ -186,7 +192,13 @@ _CHAIN_RE = re.compile("^" + _CHAIN.removesuffix("?"))  # greedy
 #: ``0: ``, Ray/vLLM ``(Worker pid=1)``.  (PyTorch's ``[rank0]:`` is not one:
 #: it marks the Python lines of an exception only.)
 STREAM_TAG = re.compile(
-    r"^\s*(?:" + _MPI_TAG + r"|\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\d{1,5}: |" + _WORKER_TAG + ")"
+    "^"
+    + _COLLECTED
+    + r"\s*(?:"
+    + _MPI_TAG
+    + r"|\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\d{1,5}: |"
+    + _WORKER_TAG
+    + ")"
 )
 
 
@@ -195,7 +207,7 @@ STREAM_TAG = re.compile(
 #: torchrun's.  Native libraries' writes carry them too, unlike the
 #: Python-level tags of Ray and vLLM workers, which NCCL's own lines lack.
 FD_STREAM_TAG = re.compile(
-    r"^\s*(?:" + _MPI_TAG + r"|\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\d{1,5}: )"
+    "^" + _COLLECTED + r"\s*(?:" + _MPI_TAG + r"|\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\d{1,5}: )"
 )
 
 
@@ -225,7 +237,9 @@ _RANK_PREFIX_FORMS = (
     # data- or pipeline-parallel index above 0 the tensor-parallel index is the rank)
     r"|\(Worker(?:_DP0)?(?:_PP0)?_TP(?P<v>" + _N + r")(?:_EP\d+)? pid=\d+\))"
 )
-_SRUN_TASK_THEN_RANK = r"^\s*\d{1,5}: (?:\[[A-Za-z_][\w-]*\d+\]: ?)*?\[rank(?P<a>" + _N + r")\]:"
+_SRUN_TASK_THEN_RANK = (
+    "^" + _COLLECTED + r"\s*\d{1,5}: (?:\[[A-Za-z_][\w-]*\d+\]: ?)*?\[rank(?P<a>" + _N + r")\]:"
+)
 # the same forms at the line start, then behind other prefixes (slower: tried on fewer lines)
 _RANK_PREFIX_AT0 = "^" + _RANK_PREFIX_FORMS
 _RANK_PREFIX = "^" + _CHAIN + _RANK_PREFIX_FORMS
@@ -236,7 +250,7 @@ _RANK_TAG = (
     "\\[PG (?:ID )?(?P<pg>\\d+)(?P<pgx>[^\\]]*?) Rank (?P<p>" + _N + r")\]"
     r"|\[Rank (?P<r>" + _N + r")\]"
     r"|GLOBAL_RANK: (?P<g>" + _N + r")"
-    r"|^\s*rank\s*: (?P<t>" + _N + r")(?:$|[^\d])"
+    r"|^" + _COLLECTED + r"\s*rank\s*: (?P<t>" + _N + r")(?:$|[^\d])"
     r"|srun: error: [^\s:]+: task (?P<s>" + _N + r"):"
     r"|Process name: \[\[\d+,\d+\],(?P<m>" + _N + r")\]"  # Open MPI abort summary
     # Open MPI's components name the process that prints: [host][[job,1],vpid][file.c:N:fn]
@@ -250,7 +264,7 @@ _RANK_TAG = (
     r"|\bNamespace\((?:[^()]|\([^()]*\))*?\blocal_rank=(?P<ns>" + _N + r")\b"
     # torch.multiprocessing.spawn names the failed child by its process index
     # (the local rank the script was given)
-    r"|^-- Process (?P<sp>" + _N + r") terminated with the following error:"
+    r"|^" + _COLLECTED + r"-- Process (?P<sp>" + _N + r") terminated with the following error:"
     r"|\bprocess (?P<sx>" + _N + r") terminated with (?:signal|exit code) "
     # JAX's coordination service names a process by its task index (its process id)
     r"|/job:jax_worker/replica:\d+/task:(?P<jt>" + _N + r")\b"
