@@ -113,6 +113,11 @@ KNOWN_FALSE_ALARMS = {
     "1638-kubeflow-trainjob-mlx-distributed-openmpi-3node-cpu-mnist-ssh-known-hosts-pmix-"
     "compression-warning-healthy": "rank 0's last epoch time ends the output, its progress at "
     "32% of a dataset each of 3 ranks reads a third of, with no completion line: reported stopped",
+    "1756-deepspeed-random-ltd-gpt2-fp16-overflow-skips-nccl-info-healthy": "the script's "
+    "'saving model to ./output1/check' after its last evaluation ends the output, with no "
+    "completion line: reported stopped",
+    "1759-intel-xpu-rnnt-ddp-2tile-interleaved-output-tqdm-healthy": "each rank's 'Saved.' of "
+    "its checkpoint ends the output, with no completion line: reported stopped",
 }
 
 
