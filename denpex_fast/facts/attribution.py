@@ -47,15 +47,17 @@ before a torchrun worker's own ``[rankN]:`` (see 1.):
    ``host:pid``, same Ray/vLLM worker pid) that has a rank, when they agree;
 5. the path: the file name (``rank5.log``, ``rank_5.txt``, ``rank-3.out``,
    ``train_rank3.log``, ``*-worker-3.log`` and Paddle's ``workerlog.3``: the
-   worker index), a directory
-   named only for a rank (``rank5/``, Open MPI's ``--output-filename``
-   ``1/rank.5/stderr``), the torchrun ``--log-dir`` layout
+   worker index), a directory named only for a rank (``rank5/``, Open MPI's
+   ``--output-filename`` ``1/rank.5/stderr``), the torchrun ``--log-dir`` layout
    ``<run_id>/attempt_0/5/stderr.log`` (``5`` is the local rank: it is taken
    as the rank, which is right on one node, and the notes say so).  Slurm
    ``slurm-1234_3.out`` names an array task and gives none; a directory
    such as ``oom-rank2-case/`` describes rather than names, and gives none.
 
 pdsh ``worker-3: `` and NCCL's ``[3]`` (a CUDA device) are never ranks.
+Every form is read behind a log collector's prefix too (a CRI file's
+``<time> stderr F ``, ``kubectl logs --prefix``, docker compose's service
+column: :func:`collector_length`).
 
 **Host**: from the line, outermost launcher prefix first (pdsh
 ``node12: ``; kubectl ``[pod/name/container]``; Ray ``(... ip=10.0.0.2)``;
