@@ -17,6 +17,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from backports import zstd
@@ -28,6 +29,7 @@ from denpex_fast.batch.build import build_index
 from denpex_fast.batch.index import IndexOptions
 from denpex_fast.cli import main as cli_main
 from denpex_fast.engine.scanner import Scanner
+from denpex_fast.facts import regex
 from denpex_fast.io.sources import RAW_FEED, path_from_display
 
 PATS = {"oom": "CUDA out of memory"}
@@ -656,10 +658,6 @@ def test_a_timestamp_followed_by_multibyte_text_is_diagnosed(tmp_path: Path, shi
 def test_regex_reads_text_that_is_not_valid_utf8() -> None:
     # pieces read back from a log at fixed byte counts may end inside a
     # character; the small-array path through Python's re must not fail on them
-    import pyarrow as pa
-
-    from denpex_fast.facts import regex
-
     cut = b"2024-05-01 12:00:01 \xe2\x96"
     arr = pa.StringArray.from_buffers(
         1, pa.py_buffer(bytes([0, 0, 0, 0, len(cut), 0, 0, 0])), pa.py_buffer(cut)

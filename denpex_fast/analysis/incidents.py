@@ -351,17 +351,16 @@ def _same_writer(a: str, b: str) -> bool:
 _NCCL_PREFIX = re.compile(r"^\S*?([\w.-]+):(\d+):(\d+) \[\d+\]")
 
 
-def _same_nccl_prefix(a: str, b: str, parts: int) -> bool:
+def _nccl_agree(ma: re.Match[str] | None, mb: re.Match[str] | None, parts: int) -> bool:
     """Whether two lines' NCCL prefixes, when both carry one, agree on their
     first ``parts`` fields (host, pid, tid)."""
-    ma, mb = _NCCL_PREFIX.match(_own(a)), _NCCL_PREFIX.match(_own(b))
     return not (ma and mb) or ma.groups()[:parts] == mb.groups()[:parts]
 
 
 def _same_process(a: str, b: str) -> bool:
     """Whether two lines can come from one process: NCCL's ``host:pid:tid``
     prefixes, when both lines carry one, name the same host and pid."""
-    return _same_nccl_prefix(a, b, 2)
+    return _nccl_agree(_NCCL_PREFIX.match(_own(a)), _NCCL_PREFIX.match(_own(b)), 2)
 
 
 _NCCL_WORD = re.compile(r"(?i)nccl")
@@ -378,7 +377,7 @@ def _same_thread(a: str, b: str) -> bool:
     ma, mb = _NCCL_PREFIX.match(_own(a)), _NCCL_PREFIX.match(_own(b))
     if ma and not mb and not _NCCL_WORD.search(b or ""):
         return False
-    return _same_nccl_prefix(a, b, 3)
+    return _nccl_agree(ma, mb, 3)
 
 
 def _rank_of(group: Sequence[Any]) -> int | None:
