@@ -116,6 +116,12 @@ void dx_tally_free(dx_tally *tally);
 
 dx_result *dx_result_new(void);
 void dx_result_free(dx_result *result);
+/* While on (calls nest), freed results keep up to 96 MiB of column buffers
+ * for the next dx_result_new: a scan that hands each batch on and drops it
+ * reuses memory instead of faulting fresh pages in.  The last off returns
+ * the kept buffers to the OS.  dx_result_reuse_bytes: capacity kept now. */
+void dx_result_reuse(int on);
+uint64_t dx_result_reuse_bytes(void);
 
 /* Scan bytes that begin at a line boundary, or continue a line that began at
  * absolute offset `line_start` (a long line cut by the caller).  Offsets are

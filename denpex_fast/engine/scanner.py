@@ -562,30 +562,31 @@ class Scanner:
         parts: list[pa.Table] = []
         sink = _Collector()
         streamed = 0
-        for batch in self._iter(
-            paths,
-            threads=threads,
-            mmap=mmap,
-            unit_size=unit_size,
-            follow_symlinks=follow_symlinks,
-            progress=progress,
-            cancel=cancel,
-            sink=sink,
-            max_decompressed=max_decompressed,
-            max_ratio=max_ratio,
-            binary=binary,
-            globs=globs,
-        ):
-            if on_batch is not None:
-                on_batch(batch)
-                streamed += batch.num_rows
-                continue
-            batches.append(batch)
-            if len(batches) >= COALESCE_BATCHES:
-                # many small files give one tiny batch each; each costs buffers
-                # far larger than its rows, so they are merged as they come
-                parts.append(pa.Table.from_batches(batches, schema=MATCH_SCHEMA).combine_chunks())
-                batches = []
+        with _native.reusing_buffers(on_batch is not None):
+            for batch in self._iter(
+                paths,
+                threads=threads,
+                mmap=mmap,
+                unit_size=unit_size,
+                follow_symlinks=follow_symlinks,
+                progress=progress,
+                cancel=cancel,
+                sink=sink,
+                max_decompressed=max_decompressed,
+                max_ratio=max_ratio,
+                binary=binary,
+                globs=globs,
+            ):
+                if on_batch is not None:
+                    on_batch(batch)
+                    streamed += batch.num_rows
+                    continue
+                batches.append(batch)
+                if len(batches) >= COALESCE_BATCHES:
+                    # many small files give one tiny batch each; each costs buffers
+                    # far larger than its rows, so they are merged as they come
+                    parts.append(pa.Table.from_batches(batches, schema=MATCH_SCHEMA).combine_chunks())
+                    batches = []
         parts.append(pa.Table.from_batches(batches, schema=MATCH_SCHEMA))
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         stats = {
