@@ -585,7 +585,9 @@ class Scanner:
                 if len(batches) >= COALESCE_BATCHES:
                     # many small files give one tiny batch each; each costs buffers
                     # far larger than its rows, so they are merged as they come
-                    parts.append(pa.Table.from_batches(batches, schema=MATCH_SCHEMA).combine_chunks())
+                    parts.append(
+                        pa.Table.from_batches(batches, schema=MATCH_SCHEMA).combine_chunks()
+                    )
                     batches = []
         parts.append(pa.Table.from_batches(batches, schema=MATCH_SCHEMA))
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
