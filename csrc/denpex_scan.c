@@ -389,7 +389,7 @@ static void region_free(void *p, size_t size) {
  * zeroes them, which cost more than the rows themselves (~0.6 s of CPU per
  * GiB of printed text).  The cache is small and bounded, so a table that is
  * dropped still hands its memory back to the OS beyond it. */
-#define RESULT_CACHE_SLOTS 4
+#define RESULT_CACHE_SLOTS 2
 #define RESULT_CACHE_BYTES ((uint64_t)96 << 20)
 static dx_result *result_cache[RESULT_CACHE_SLOTS];
 static uint64_t result_cache_bytes;
