@@ -2916,6 +2916,11 @@ def test_an_unknown_error_line_that_says_it_skipped_past_itself_is_no_failure(tm
 
     assert goes_on("Could not set the permissions. Continuing without setting permissions.")
     assert not goes_on("RuntimeError: skipping is not supported for this sampler")
+    assert goes_on(
+        "[2026-01-19 20:17:41 DP4 TP4 EP4] Ignore import error when loading "
+        "sglang.srt.models.interns1: unexpected indent (qwen3.py, line 197)"
+    )
+    assert not goes_on("RuntimeError: cannot ignore error state of the communicator")
 
 
 def test_unknown_error_lines_a_job_trained_past_and_then_ended_in_order_are_outlived(
@@ -3571,3 +3576,55 @@ def test_a_collectors_prefix_does_not_join_an_error_to_the_ignored_one_after_it(
     assert d.verdict != "no-failure-found"
     assert d.initiating is not None
     assert (d.initiating.line, d.initiating.rank) == (5, 0)
+
+
+def test_a_tuning_run_that_lists_trials_that_did_not_complete_failed(tmp_path) -> None:
+    """Ray Tune logs the trials that raised at ERROR and then prints its total
+    run time, which reads like a normal end: the list says the run failed, and
+    the trial's own exception under the controller's header is named."""
+    lines = [
+        "2025-10-01 17:40:02,101\tINFO tune.py:616 -- [output] This uses the legacy output.",
+        "(train_cifar pid=457) [1,  2000] loss: 2.195",
+        "2025-10-01 18:03:28,535\tERROR tune_controller.py:1331 -- Trial task failed for trial "
+        "train_cifar_86dca_00014",
+        "Traceback (most recent call last):",
+        '  File "/home/ray/anaconda3/lib/python3.12/site-packages/ray/_private/worker.py", '
+        "line 968, in get_objects",
+        "    raise value.as_instanceof_cause()",
+        "ray.exceptions.RayTaskError(RemoteDisconnected): ray::ImplicitFunc.train() (pid=457, "
+        "ip=10.0.193.27, actor_id=c462d3a3340a38bd605a0c2302000000, repr=train_cifar)",
+        '  File "/home/ray/anaconda3/lib/python3.12/http/client.py", line 300, in _read_status',
+        '    raise RemoteDisconnected("Remote end closed connection without"',
+        "http.client.RemoteDisconnected: Remote end closed connection without response",
+        "2025-10-01 18:03:29,107\tERROR tune.py:1037 -- Trials did not complete: "
+        "[train_cifar_86dca_00014]",
+        "2025-10-01 18:03:29,107\tINFO tune.py:1041 -- Total run time: 1752.87 seconds "
+        "(1752.17 seconds for the tuning loop).",
+    ]
+    d = _diagnosed(tmp_path, "tune.log", lines)
+    assert d.verdict in ("failure", "suspect"), d.verdict
+    assert d.initiating is not None and d.initiating.line == 10, d.initiating
+
+
+def test_a_jit_build_is_named_by_the_compiler_error_not_the_failed_command(tmp_path) -> None:
+    """The compiler's own ``error:`` line is why the build stopped; ninja's
+    stop, Python's CalledProcessError and 'Error building extension' report it."""
+    lines = [
+        "Building extension module cpu_adam...",
+        "[1/3] c++ -MMD -MF cpu_adam.o.d -DTORCH_EXTENSION_NAME=cpu_adam -c cpu_adam.cpp -o cpu_adam.o",
+        "FAILED: cpu_adam.o ",
+        "/opt/conda/lib/python3.12/site-packages/torch/include/c10/util/C++17.h:13:2: error: "
+        "#error \"You're trying to build PyTorch with a too old version of GCC. We need GCC 9 "
+        'or later."',
+        " #error \\",
+        "  ^~~~~",
+        "ninja: build stopped: subcommand failed.",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.12/subprocess.py", line 571, in run',
+        "    raise CalledProcessError(retcode, process.args,",
+        "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
+        "RuntimeError: Error building extension 'cpu_adam'",
+    ]
+    d = _diagnosed(tmp_path, "build.log", lines)
+    assert d.initiating is not None and d.initiating.line == 4, d.initiating
+    assert d.initiating.signature == "os-compiler-error"

@@ -93,7 +93,18 @@ _GOES_ON = re.compile(
 )
 
 
+# ... or that opens by saying the error it reports is ignored: "Ignore import
+# error when loading sglang.srt.models.x: ...", "Ignoring exception in
+# callback ...".  Only at the message's start (after a logger's bracketed or
+# colon-ended prefix): "cannot ignore error" later in a message is no such word.
+_IGNORED = re.compile(
+    r"(?:^|[\]|>:]\s*)[Ii]gnor(?:e|ed|ing)\s+(?:[\w.'-]+\s+){0,3}?"
+    r"(?:errors?|exceptions?|failures?)\b"
+)
+
+
 def goes_on(text: str) -> bool:
     """True when ``text`` ends by saying the program went on past it
-    (skipping, continuing, falling back, ignoring)."""
-    return _GOES_ON.search(text[-200:]) is not None
+    (skipping, continuing, falling back, ignoring), or opens by saying the
+    error it reports is ignored."""
+    return _GOES_ON.search(text[-200:]) is not None or _IGNORED.search(text, 0, 400) is not None
