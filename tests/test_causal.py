@@ -3628,3 +3628,44 @@ def test_a_jit_build_is_named_by_the_compiler_error_not_the_failed_command(tmp_p
     d = _diagnosed(tmp_path, "build.log", lines)
     assert d.initiating is not None and d.initiating.line == 4, d.initiating
     assert d.initiating.signature == "os-compiler-error"
+
+
+def test_a_warning_the_job_trained_past_yields_to_the_later_failure(tmp_path) -> None:
+    """Megatron warns that it found no checkpoint and starts from random
+    weights; the run then trains (progress lines) and dies of an OOM: the
+    OOM is the failure, the warning was gone past."""
+    lines = [
+        "WARNING: could not find the metadata file checkpoints/gpt2_4.7B_ds/"
+        "latest_checkpointed_iteration.txt ",
+        "    will not load any checkpoints and will start from random",
+        "training ...",
+        *(
+            f"[2022-02-18 05:53:{10 + i:02d},883] [INFO] [logging.py:69:log_dist] [Rank 0] "
+            f"step={i}, skipped={i}, lr=[0.0, 0.0], mom=[(0.9, 0.999), (0.9, 0.999)]"
+            for i in range(1, 31)
+        ),
+        "RuntimeError: CUDA out of memory. Tried to allocate 3.74 GiB (GPU 3; 31.75 GiB total "
+        "capacity; 23.13 GiB already allocated; 2.94 GiB free; 26.92 GiB reserved in total by "
+        "PyTorch)",
+    ]
+    d = _diagnosed(tmp_path, "output.log", lines)
+    assert d.initiating is not None and d.initiating.line == 34, d.initiating
+
+
+def test_a_shell_test_rejecting_its_operands_after_the_end_is_no_failure(tmp_path) -> None:
+    """bash's ``[`` complaining about an empty operand makes the test false;
+    the script goes on.  After the run's own end line it stops nothing."""
+    lines = [
+        ':::MLLOG {"namespace": "", "time_ms": 1716096680000, "event_type": '
+        '"POINT_IN_TIME", "key": "eval_accuracy", "value": 0.92, "metadata": {}}',
+        ':::MLLOG {"namespace": "", "time_ms": 1716096683058, "event_type": '
+        '"INTERVAL_END", "key": "run_stop", "value": 0.92, "metadata": '
+        '{"status": "success"}}',
+        "./run_and_time.sh: line 72: [: : integer expression expected",
+    ]
+    d = _diagnosed(tmp_path, "result_0.txt", lines)
+    assert d.verdict == "no-failure-found", (d.verdict, d.initiating)
+    from denpex_fast.analysis.levels import shell_test_rejected
+
+    assert shell_test_rejected("run.sh: line 9: [: too many arguments")
+    assert not shell_test_rejected("bash: line 1: 12345 Killed                  python train.py")

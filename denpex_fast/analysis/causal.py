@@ -75,7 +75,7 @@ from .incidents import (
     triggers,
     without,
 )
-from .levels import goes_on, logged_error, narrated, warned
+from .levels import goes_on, logged_error, narrated, shell_test_rejected, warned
 
 SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -356,6 +356,7 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
                 and (
                     narrated(text := cols["text"][i])
                     or (goes_on(text) and sig.phase != "numerics")
+                    or shell_test_rejected(text)
                     or len(text.encode("utf-8", "surrogatepass")) < reach[i]
                 )
             ):
@@ -364,7 +365,8 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
                 # in a line that ends saying the program skipped past it (a
                 # non-finite loss it went on with is still the run's anomaly),
                 # nor kilobytes into a line (a prompt, a config or metrics
-                # dump: an error report starts with its error)
+                # dump: an error report starts with its error), nor a shell's
+                # `[` rejecting its operands (the test is false, the script goes on)
                 role = "context"
         events.append(
             Event(
@@ -972,6 +974,7 @@ def rank_events(
     cands += virtual
     named = {id(c) for c in cands}
     cands = _yield_warned(cands, kb)
+    cands = _trained_past_warnings(cands, events)
     if reader is not None:  # an incident the warning headed, named anew, is read anew
         _exception_lines([c for c in cands if id(c) not in named], table, reader, kb)
     ends = _completion_lines(events, kb)
@@ -1379,6 +1382,41 @@ def _yield_warned(cands: list[Incident], kb: Any) -> list[Incident]:
         kept = (c if id(c) not in warned_at else without(c, warned_line, kb) for c in cands)
         return [c for c in kept if c is not None]
     return cands
+
+
+def _trained_past_warnings(cands: list[Incident], events: Sequence[Event]) -> list[Incident]:
+    """A known cause of warning severity (Megatron starting from random
+    weights because it found no checkpoint) that the job trained past --
+    a progress line printed after it -- yields to a later error or fatal
+    candidate printed after that progress: the run went on past the warning
+    and then failed of something else."""
+    steps = [s for s in events if field_number(s.fields, STEP_FIELDS) is not None]
+    if not steps:
+        return cands
+    later = [
+        c
+        for c in cands
+        if c.head is not None
+        and c.head.severity in ("fatal", "error")
+        and not c.extra.get("virtual")
+    ]
+
+    def trained_past(w: Event) -> bool:
+        return any(
+            _printed_before(w, s) and _printed_before(s, o.head)  # type: ignore[arg-type]
+            for o in later
+            if _printed_before(w, o.head)  # type: ignore[arg-type]
+            for s in steps
+        )
+
+    return [
+        c
+        for c in cands
+        if c.head is None
+        or c.head.severity != "warning"
+        or c.extra.get("virtual")
+        or not trained_past(c.head)
+    ]
 
 
 def _quiet_fallbacks(events: Sequence[Event], kb: Any) -> None:

@@ -108,3 +108,20 @@ def goes_on(text: str) -> bool:
     (skipping, continuing, falling back, ignoring), or opens by saying the
     error it reports is ignored."""
     return _GOES_ON.search(text[-200:]) is not None or _IGNORED.search(text, 0, 400) is not None
+
+
+# bash's `[` / `[[` / `test` builtins complaining about their operands
+# ("line 72: [: : integer expression expected"): the test evaluates false
+# and the script goes on with its next command, so the line stops nothing
+# (an unset variable in a batch script's `if`, printed by every run of it).
+_TEST_COMPLAINT = re.compile(
+    r"(?:^|\s|:)(?:\[\[?|test): [^\n]{0,200}?(?:integer expression expected|unary operator "
+    r"expected|binary operator expected|too many arguments|conditional binary operator expected)"
+    r"\s*$"
+)
+
+
+def shell_test_rejected(text: str) -> bool:
+    """True when ``text`` is a shell's ``[``/``test`` builtin rejecting its
+    operands: the test is false and the script goes on."""
+    return _TEST_COMPLAINT.search(text[-300:]) is not None
