@@ -3669,3 +3669,26 @@ def test_a_shell_test_rejecting_its_operands_after_the_end_is_no_failure(tmp_pat
 
     assert shell_test_rejected("run.sh: line 9: [: too many arguments")
     assert not shell_test_rejected("bash: line 1: 12345 Killed                  python train.py")
+
+
+def test_a_batch_systems_memory_kill_after_training_ended_is_named(tmp_path) -> None:
+    """An env dump's ``UCC_LOG_LEVEL=ERROR`` is no error line; NCCL's
+    duplicate-GPU warning was trained past to the script's own end line
+    (``Training time: ...s``); the site monitor's memory kill after it is
+    the failure."""
+    lines = [
+        "UCC_LOG_LEVEL=ERROR",
+        "PBS_NODENUM=0",
+        "gadi-gpu-v100-0109:2528901:2528901 [0] init.cc:871 NCCL WARN Duplicate GPU detected : "
+        "rank 0 and rank 1 both on CUDA device 3d000",
+        *(
+            f"Epoch 1 | iter {i} step {i} | loss train: 0.9{i}, val: n/a | iter time: 8327.11 ms"
+            for i in range(1, 6)
+        ),
+        "Training time: 421.66s",
+        "Memory used: 17.86 GB",
+        "Job 124452549 has exceeded memory allocation on node gadi-gpu-v100-0109.gadi.nci.org.au",
+        'Process "pt_main_thread", pid 2528901, rss 12930043904, vmem 64778096640',
+    ]
+    d = _diagnosed(tmp_path, "llama.o124452549", lines)
+    assert d.initiating is not None and d.initiating.line == 11, d.initiating
