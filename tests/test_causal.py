@@ -3692,3 +3692,33 @@ def test_a_batch_systems_memory_kill_after_training_ended_is_named(tmp_path) -> 
     ]
     d = _diagnosed(tmp_path, "llama.o124452549", lines)
     assert d.initiating is not None and d.initiating.line == 11, d.initiating
+
+
+def test_a_traceback_is_read_back_at_its_own_place_in_a_long_log(tmp_path) -> None:
+    """Hundreds of progress lines are thinned before ranking; the lines read
+    back after an error (here the exception that ends SGLang's scheduler
+    traceback, past the incident's reach) are still read at that error's
+    own place in the file, not at the row the thinning moved into its index."""
+    frames = []
+    for k in range(12):
+        frames += [
+            f'  File "/usr/lib/python3.11/site-packages/sglang/srt/mod{k}.py", line {100 + k}, '
+            f"in step{k}",
+            f"    out = self.step{k + 1}(batch)",
+        ]
+    lines = [
+        *(
+            f"[2026-01-14 12:{i // 60:02d}:{i % 60:02d},883] [INFO] [logging.py:69:log_dist] "
+            f"[Rank 0] step={i}, skipped=0, lr=[0.0001], mom=[(0.9, 0.999)]"
+            for i in range(300)
+        ),
+        "[2026-01-14 12:10:42 DP3 TP3 EP3] Scheduler hit an exception: Traceback (most recent "
+        "call last):",
+        *frames,
+        "AttributeError: 'NPUMLATokenToKVPool' object has no attribute 'kv_buffer'",
+        "",
+        "[2026-01-14 12:10:43] Received sigquit from a child process. It usually means the "
+        "child failed.",
+    ]
+    d = _diagnosed(tmp_path, "decode.log", lines)
+    assert d.initiating is not None and d.initiating.line == 326, d.initiating

@@ -850,15 +850,21 @@ def rank_events(
     from .ranker import load_model
 
     model = model or load_model()
-    events = build_events(thin_context(table, kb, by_rank=True), kb) if events is None else events
+    inputs = table
+    if events is None:
+        # the events index the rows of the thinned table: the read-back below
+        # (a traceback's exception line, a record's start) looks a row's
+        # offset up by that index, so it reads the same table
+        table = thin_context(table, kb, by_rank=True)
+        events = build_events(table, kb)
     skew = estimate_skew(events)
     for e in events:
         e.t = skew.correct(e.host, e.ts.timestamp()) if e.ts is not None else None
     _monotone_per_file(events)
     stall, stall_notes = _stall_start(events)
     known_ranks = {e.rank for e in events if e.rank is not None}
-    if table.num_rows:
-        known_ranks |= ranks_from_paths(file_names(table))
+    if inputs.num_rows:
+        known_ranks |= ranks_from_paths(file_names(inputs))
     if reader is not None:  # files with no match name their rank too
         known_ranks |= {r for r in _file_ranks(reader.labels(), events).values()}
     # the job's own statement of its size: ranks that never printed still exist
