@@ -3722,3 +3722,20 @@ def test_a_traceback_is_read_back_at_its_own_place_in_a_long_log(tmp_path) -> No
     ]
     d = _diagnosed(tmp_path, "decode.log", lines)
     assert d.initiating is not None and d.initiating.line == 326, d.initiating
+
+
+def test_lines_behind_the_kubeflow_sdks_pod_prefix_are_read_as_their_own(tmp_path) -> None:
+    """The Kubeflow training SDK prints every pod's line as ``[Pod <name>]: <line>``:
+    an entry anchored at the line start still reads the line behind it (the
+    run's own end line here), as behind ``kubectl logs --prefix``."""
+    from denpex_fast.facts.attribution import collector_length
+
+    pod = "[Pod fsdp-fine-tuning-master-0]: "
+    lines = [
+        pod + "Train Epoch: \t1, Loss: \t0.4112",
+        pod + "Train Epoch: \t2, Loss: \t0.2659",
+        pod + "FSDP training time: 107 seconds",
+    ]
+    d = _diagnosed(tmp_path, "master-0.log", lines)
+    assert d.verdict == "no-failure-found", (d.verdict, d.stopped_after)
+    assert collector_length(pod + "Traceback (most recent call last):") == len(pod)

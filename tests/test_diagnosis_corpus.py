@@ -127,9 +127,6 @@ KNOWN_FALSE_ALARMS = {
     "its results, then node 1's scheduler dies in gloo ('Connection closed by peer') as node 0 "
     "exits and mpirun ends the job with exit code 137: named (the run's work was done, the job "
     "still failed)",
-    "1926-kubeflow-pytorchjob-fsdp-t5-2pod-4rank-futurewarning-healthy": "rank 0's "
-    "'FSDP training time: 107 seconds' after the last epoch's loss ends the output, with no "
-    "completion line the knowledge base reads: reported stopped",
     "1930-codeflare-torchx-ray-lightning-ddp-2node-gloo-warnings-healthy": "the TorchX job's "
     "log ends at a DDP reducer warning of the last epoch, with no completion line (the "
     "SUCCEEDED status is in another cell): reported stopped",

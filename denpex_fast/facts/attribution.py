@@ -152,7 +152,8 @@ def _mpi_rank(group: str) -> str:
 _WORKER_TAG = r"\([\w-]+ [^()]*pid=\d+[^()]*\) ?"  # Ray / vLLM workers
 
 # Prefixes log collectors put before every line, whichever process wrote it.
-_KUBECTL = r"\[pod/[^\]\s]+\] "  # kubectl logs --prefix
+# kubectl logs --prefix; the Kubeflow training SDK's get_job_logs ("[Pod <name>]: ")
+_KUBECTL = r"\[pod/[^\]\s]+\] |\[Pod [^\]\s]+\]: "
 _COMPOSE = r"[\w.-]+ +\| "  # docker compose logs: "trainer-1  | "
 _ANSI = r"\x1b\[[\d;]*m"  # terminal colours kept by `| tee` (Ray, vLLM, rich)
 # kubectl logs --timestamps and CRI files (kubelet's /var/log/pods: "<time> stderr F "):

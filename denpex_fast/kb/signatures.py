@@ -706,16 +706,18 @@ def parse_document(
 
 #: bump when parsing, :class:`Signature` or :func:`scan_forms` changes: cached
 #: parses of older loaders are ignored
-PARSED_FORMAT = 5
+PARSED_FORMAT = 6
 
 #: What a log collector writes before every line a process printed: the
 #: RFC 3339 time of kubelet's CRI files and of ``kubectl logs --timestamps``
-#: (with the CRI stream and tag), ``kubectl logs --prefix``, the
+#: (with the CRI stream and tag), ``kubectl logs --prefix``, the Kubeflow
+#: training SDK's ``[Pod <name>]: ``, the
 #: ``(Name pid=N, ip=A)`` of a Ray worker's lines on the driver, and the
 #: terminal colours kept around them.
 COLLECTOR_PREFIXES = (
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (?:std(?:out|err) [FP] )?",
     r"\[pod/[^\]\s]+\] ",
+    r"\[Pod [^\]\s]+\]: ",
     r"\([\w.-]+ (?:[^()\n]{0,80} )?pid=\d+[^()\n]{0,80}\) ?",
     r"\x1b\[[\d;]*m",
 )
