@@ -127,6 +127,15 @@ KNOWN_FALSE_ALARMS = {
     "its results, then node 1's scheduler dies in gloo ('Connection closed by peer') as node 0 "
     "exits and mpirun ends the job with exit code 137: named (the run's work was done, the job "
     "still failed)",
+    "1967-pytorch-torchrun-ddp-bert-4gpu-omp-warning-newly-initialized-healthy": "the "
+    "tutorial's 'Average Accuracy: 0.830' after the per-rank accuracies ends the output, with no "
+    "completion line: reported stopped",
+    "1969-deepspeed-launcher-zero3-offload-gpt2-4gpu-fp16-overflow-skip-healthy": "the script's "
+    "last 'step:300, loss:...' ends the output (its loop ends there; DeepSpeed 0.5 prints no exit "
+    "line): reported stopped",
+    "1973-deepspeed-launcher-pipeline-4stage-gpt2-nonleaf-grad-userwarning-healthy": "the "
+    "pipeline script's last 'step: 290, loss: ...' ends the output, with no completion line: "
+    "reported stopped",
     "1930-codeflare-torchx-ray-lightning-ddp-2node-gloo-warnings-healthy": "the TorchX job's "
     "log ends at a DDP reducer warning of the last epoch, with no completion line (the "
     "SUCCEEDED status is in another cell): reported stopped",
