@@ -3739,3 +3739,25 @@ def test_lines_behind_the_kubeflow_sdks_pod_prefix_are_read_as_their_own(tmp_pat
     d = _diagnosed(tmp_path, "master-0.log", lines)
     assert d.verdict == "no-failure-found", (d.verdict, d.stopped_after)
     assert collector_length(pod + "Traceback (most recent call last):") == len(pod)
+
+
+def test_advice_about_what_may_go_wrong_is_no_failure(tmp_path) -> None:
+    """maskrcnn-benchmark prints on every rank that one *may* run out of
+    memory; the job's real failure later is a missing file."""
+    lines = [
+        "When using more than one image per GPU you may encounter an out-of-memory (OOM) error if "
+        "your GPU does not have sufficient memory. If this happens, you can reduce "
+        "SOLVER.IMS_PER_BATCH (for training) or TEST.IMS_PER_BATCH (for inference).",
+        "Loading annotations into memory...",
+        *(f"loading shard {i}" for i in range(20)),
+        "Traceback (most recent call last):",
+        '  File "/workspace/object_detection/tools/train_mlperf.py", line 355, in main',
+        "    dataset = build_dataset(cfg)",
+        "FileNotFoundError: [Errno 2] No such file or directory: "
+        "'/coco_train2017_pyt/coco_train2017_img_info.pyt'",
+    ]
+    d = _diagnosed(tmp_path, "run.log", lines)
+    assert d.initiating is not None and d.initiating.line == 26, d.initiating
+    from denpex_fast.analysis.levels import advice
+
+    assert not advice("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB")

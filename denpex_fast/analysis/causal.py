@@ -75,7 +75,7 @@ from .incidents import (
     triggers,
     without,
 )
-from .levels import goes_on, logged_error, narrated, shell_test_rejected, warned
+from .levels import advice, goes_on, logged_error, narrated, shell_test_rejected, warned
 
 SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -357,6 +357,7 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
                     narrated(text := cols["text"][i])
                     or (goes_on(text) and sig.phase != "numerics")
                     or shell_test_rejected(text)
+                    or advice(text)
                     or len(text.encode("utf-8", "surrogatepass")) < reach[i]
                 )
             ):
@@ -366,7 +367,8 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
                 # non-finite loss it went on with is still the run's anomaly),
                 # nor kilobytes into a line (a prompt, a config or metrics
                 # dump: an error report starts with its error), nor a shell's
-                # `[` rejecting its operands (the test is false, the script goes on)
+                # `[` rejecting its operands (the test is false, the script goes on),
+                # nor advice about what may go wrong ("you may encounter an OOM if ...")
                 role = "context"
         events.append(
             Event(

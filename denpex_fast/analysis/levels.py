@@ -125,3 +125,22 @@ def shell_test_rejected(text: str) -> bool:
     """True when ``text`` is a shell's ``[``/``test`` builtin rejecting its
     operands: the test is false and the script goes on."""
     return _TEST_COMPLAINT.search(text[-300:]) is not None
+
+
+# Advice a program prints before anything went wrong: a sentence that opens
+# with a condition or an address to the reader and says what *may* happen
+# ("When using more than one image per GPU you may encounter an out-of-memory
+# (OOM) error if your GPU does not have sufficient memory.").  It names a
+# failure without reporting one.
+_ADVICE = re.compile(
+    r"^(?:when|if|you|note|notice|tip|hint|please|consider|make sure|to avoid)\b[^\n]{0,160}?"
+    r"\b(?:may|might|could|can)\s+(?:\w+\s+){0,2}?(?:encounter|cause|run into|lead to|result "
+    r"in|hit|see|get|fail|happen)\b",
+    re.IGNORECASE,
+)
+
+
+def advice(text: str) -> bool:
+    """True when ``text`` (its message, past a collector's prefix) is advice
+    about what may go wrong, not a report that it did."""
+    return _ADVICE.search(text[collector_length(text) :].lstrip()) is not None
