@@ -3761,3 +3761,22 @@ def test_advice_about_what_may_go_wrong_is_no_failure(tmp_path) -> None:
     from denpex_fast.analysis.levels import advice
 
     assert not advice("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_ucxs_crash_report_names_the_crash_before_the_launchers_summary(tmp_path) -> None:
+    """UCX's handler reports the segfault inside the process; torchrun's
+    'Signal 11 (SIGSEGV) received by PID' summary is the same crash later."""
+    lines = [
+        "[NeMo I 2024-05-01 22:04:11 megatron_init:251] Rank 0 has data parallel group : [0]",
+        "[smciserver:227  :0:227] Caught signal 11 (Segmentation fault: address not mapped to "
+        "object at address 0xa00020000000a)",
+        "==== backtrace (tid:    227) ====",
+        " 0  /opt/hpcx/ucx/lib/libucs.so.0(ucs_handle_error+0x2e4) [0x7f1c2a2d3fc4]",
+        *(f" {k}  /usr/lib/x86_64-linux-gnu/libmpi.so.40(+0x{k}1f0) [0x7f1c]" for k in range(1, 8)),
+        "=================================",
+        "[2024-05-01 22:04:48,112] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+        "(exitcode: -11) local_rank: 0 (pid: 222) of binary: /usr/bin/python",
+        "  traceback : Signal 11 (SIGSEGV) received by PID 222",
+    ]
+    d = _diagnosed(tmp_path, "run.log", lines)
+    assert d.initiating is not None and d.initiating.line == 2, d.initiating
