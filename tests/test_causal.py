@@ -3780,3 +3780,45 @@ def test_ucxs_crash_report_names_the_crash_before_the_launchers_summary(tmp_path
     ]
     d = _diagnosed(tmp_path, "run.log", lines)
     assert d.initiating is not None and d.initiating.line == 2, d.initiating
+
+
+def test_two_launches_claiming_every_rank_are_not_a_duplicate_claim(tmp_path) -> None:
+    """A training launch and an evaluation launch each claim all 64 ranks in
+    one srun output; however many claim lines the ranking keeps, the second
+    round is a new attempt, not two processes taking one rank."""
+    order = [(r * 37) % 64 for r in range(64)]
+    claims = [
+        f"{r:2d}: Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/64" for r in order
+    ]
+    lines = [
+        *claims,
+        *(f" 0: step {i} loss 1.{i:02d}" for i in range(10)),
+        *claims[::-1],
+        "13: [rank13]: Traceback (most recent call last):",
+        '13: [rank13]:   File "/workspace/sd/infer_and_eval.py", line 198, in <module>',
+        "13: [rank13]: ValueError: Imaginary component 0.0029952042492374167",
+    ]
+    d = _diagnosed(tmp_path, "result_9.txt", lines)
+    assert d.initiating is not None and d.initiating.line == len(lines), d.initiating
+
+
+def test_an_mlperf_runs_loss_records_are_its_progress(tmp_path) -> None:
+    """srun's warning about a cache-clearing step, then the MLLOG training
+    records (the run went on), then the step cancelled at its time limit:
+    the time limit is the failure."""
+    lines = [
+        "srun: warning: can't honor --ntasks-per-node set to 1 which doesn't match the requested "
+        "tasks 36 with the number of requested nodes 9. Ignoring --ntasks-per-node.",
+        "Clearing cache on node002",
+        *(
+            f' 0: :::MLLOG {{"namespace": "", "time_ms": {1745262449083 + 4000 * i}, '
+            f'"event_type": "POINT_IN_TIME", "key": "train_loss", "value": 1.29, "metadata": '
+            f'{{"file": "/workspace/ft-llm/custom_callbacks.py", "lineno": 71, '
+            f'"samples_count": {3000 + 60 * i}, "lr": 0.0003}}}}'
+            for i in range(12)
+        ),
+        " 0: slurmstepd: error: *** STEP 513.21 ON node002 CANCELLED AT 2025-04-21T14:07:43 DUE "
+        "TO TIME LIMIT ***",
+    ]
+    d = _diagnosed(tmp_path, "result_9.txt", lines)
+    assert d.initiating is not None and d.initiating.line == 15, d.initiating

@@ -259,7 +259,12 @@ def thin_context(table: pa.Table, kb: Any, keep: int = 8, *, by_rank: bool = Fal
 
     sig_col = table.column("signature").combine_chunks()
     names = sig_col.dictionary.to_pylist()
-    is_ctx_dict = np.array([_role(kb, x) == "context" for x in names], dtype=bool)
+    # a rank's claim (one line per process and attempt) is never thinned: a
+    # duplicate claim is only told from the next attempt's by a whole round
+    is_ctx_dict = np.array(
+        [_role(kb, x) == "context" and "rank-claim" not in marks(kb, x) for x in names],
+        dtype=bool,
+    )
     sig_idx = sig_col.indices.to_numpy(zero_copy_only=False)
     ctx = is_ctx_dict[sig_idx]
     # the text joins the key of the other rows: only exact repeats are thinned
