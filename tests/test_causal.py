@@ -3822,3 +3822,31 @@ def test_an_mlperf_runs_loss_records_are_its_progress(tmp_path) -> None:
     ]
     d = _diagnosed(tmp_path, "result_9.txt", lines)
     assert d.initiating is not None and d.initiating.line == 15, d.initiating
+
+
+def test_the_device_an_oom_names_beats_the_rank_of_a_shared_console(tmp_path) -> None:
+    # one console for four processes where only rank 0 logs its steps (DeepSpeed's
+    # log_dist): the allocator's "(GPU 3; ..." is that line's own process, not rank 0
+    steps = [
+        f"[2022-02-18 05:53:{s:02d},100] [INFO] [logging.py:69:log_dist] [Rank 0] step={s}, skipped=0, lr=[0.0001]"
+        for s in range(1, 9)
+    ]
+    tb = [
+        "Traceback (most recent call last):",
+        '  File "pretrain_gpt2.py", line 134, in <module>',
+        "    denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(eps)",
+        "RuntimeError: CUDA out of memory. Tried to allocate 3.74 GiB (GPU 3; 31.75 GiB total"
+        " capacity; 23.13 GiB already allocated; 2.94 GiB free; 26.92 GiB reserved in total by PyTorch)",
+        "Traceback (most recent call last):",
+    ]
+    (tmp_path / "output.log").write_text("\n".join(steps + tb) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["initiating"]["signature"] == "cuda-oom"
+    assert doc["initiating"]["rank"] == 3
+    # the newer wording names the device the same way
+    new = tb[3].replace(
+        "CUDA out of memory. Tried to allocate 3.74 GiB (GPU 3; 31.75 GiB total capacity;",
+        "CUDA out of memory. Tried to allocate 3.74 GiB. GPU 2 has a total capacity of 31.75 GiB;",
+    )
+    (tmp_path / "output.log").write_text("\n".join(steps + tb[:3] + [new]) + "\n")
+    assert dx.diagnose([str(tmp_path)]).to_dict()["initiating"]["rank"] == 2

@@ -2614,9 +2614,15 @@ def _ranks_from_root_cause(cands: Sequence[Incident], live: Sequence[Event], kb:
         if below and (h.file, below[0][0]) not in taken:
             taken.add((h.file, below[0][0]))
             c.rank = below[0][1]
+            c.extra["rank_inferred"] = True
 
 
-_MESSAGE_DEVICE = re.compile(r"\b(?:cuda|npu|xpu|hpu):(\d{1,3})\b")
+_MESSAGE_DEVICE = re.compile(
+    r"\b(?:cuda|npu|xpu|hpu):(\d{1,3})\b"
+    # the caching allocator's out-of-memory report: "(GPU 3; 31.75 GiB total
+    # capacity", "GPU 1 has a total capacity of", torch_npu's "(NPU 4; "
+    r"|\((?:GPU|NPU|XPU) (\d{1,3}); |\bGPU (\d{1,3}) has a total capacity"
+)
 
 
 def _ranks_from_devices(
@@ -2631,14 +2637,17 @@ def _ranks_from_devices(
     there); and ``cuda:0`` only when nothing else in the job names a rank,
     since a job that gives every process one visible device prints
     ``cuda:0`` on all of them; never past the world size the job states.
+    The device overrides a rank inferred from other lines (a shared console
+    where only rank 0 logs names rank 0 everywhere; torchelastic's first
+    observed exit when every rank failed at once).
     """
     if len({e.host for e in live if e.host}) > 1:
         return None
     hit = False
     for c in cands[:64]:
-        if c.rank is not None or c.head is None:
+        if (c.rank is not None and not c.extra.get("rank_inferred")) or c.head is None:
             continue
-        devices = {int(d) for d in _MESSAGE_DEVICE.findall(c.head.text)}
+        devices = {int(g) for m in _MESSAGE_DEVICE.findall(c.head.text) for g in m if g}
         if len(devices) != 1:
             continue
         d = devices.pop()
@@ -3113,6 +3122,7 @@ def _ranks_from_file(
         if not STREAM_TAG.match(h.text) and all(STREAM_TAG.match(t) for _, _, t in mine):
             continue
         c.rank = mine[0][1]
+        c.extra["rank_inferred"] = True  # inferred from neighbours, not the line's words
 
 
 #: lines read after a traceback's header for its exception line
