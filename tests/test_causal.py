@@ -3850,3 +3850,26 @@ def test_the_device_an_oom_names_beats_the_rank_of_a_shared_console(tmp_path) ->
     )
     (tmp_path / "output.log").write_text("\n".join(steps + tb[:3] + [new]) + "\n")
     assert dx.diagnose([str(tmp_path)]).to_dict()["initiating"]["rank"] == 2
+
+
+def test_a_background_threads_exception_after_the_end_is_teardown(tmp_path) -> None:
+    # a metrics uploader's thread dies on a closed socket once training finished
+    tail = [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/threading.py", line 1038, in _bootstrap_inner',
+        "    self.run()",
+        '  File "/usr/local/lib/python3.11/dist-packages/wandb/sdk/lib/sock_client.py", line 130, in _sendall_with_error_handle',
+        "    sent = self._sock.send(data)",
+        "BrokenPipeError: [Errno 32] Broken pipe",
+    ]
+    steps = [f"Epoch 0: step {s} train/loss=0.{s}" for s in range(1, 6)]
+    done = "`Trainer.fit` stopped: `max_epochs=1` reached."
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(steps + [done, "Exception in thread NetStatThr:"] + tail) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["verdict"] == "no-failure-found", doc["verdict"]
+    # the main thread's own exception after the same line is not a thread's
+    log.write_text("\n".join(steps + [done] + tail) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["verdict"] != "no-failure-found"
+    assert doc["initiating"]["signature"] == "os-broken-pipe"

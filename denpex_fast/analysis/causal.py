@@ -1005,7 +1005,9 @@ def rank_events(
     torn_down = {
         id(c)
         for c in cands
-        if completed and _store_lost_late(c, kb) and any(_after(c, e) for e in ends)
+        if completed
+        and (_store_lost_late(c, kb) or _thread_exception(c, cands, events))
+        and any(_after(c, e) for e in ends)
     }
     outlived = [
         c.head
@@ -2003,6 +2005,40 @@ def _store_lost_late(c: Incident, kb: Any) -> bool:
             )
         )
         and all(teardown_line(m) for m in c.members)
+    )
+
+
+#: Python's reports of an exception that did not end the program: a thread's
+#: (``threading.excepthook``) and one raised where it cannot propagate (a
+#: finalizer, a callback at interpreter shutdown)
+_UNRAISED = re.compile(r"^\s*(?:Exception in thread [^\n]{1,200}:|Exception ignored in\b)")
+
+
+def _thread_exception(c: Incident, cands: Sequence[Incident], events: Sequence[Event]) -> bool:
+    """An incident that is a background thread's death or an exception Python
+    could only print (``Exception in thread NetStatThr:`` from a metrics
+    uploader whose socket closed, ``Exception ignored in: <function __del__>``),
+    or the exception line of such a report's traceback (no other candidate
+    between them).  After the job's completion line that is teardown: the
+    main thread had finished its work."""
+    h = c.head
+    if h is None:
+        return False
+    if any(_UNRAISED.match(_body(m.text)) for m in (h, *c.members)):
+        return True
+    header = max(
+        (
+            e.line
+            for e in events
+            if e.file == h.file
+            and 0 < h.line - e.line <= TRACEBACK_LINES
+            and _UNRAISED.match(_body(e.text))
+        ),
+        default=None,
+    )
+    return header is not None and not any(
+        o is not c and o.head is not None and o.file == h.file and header < o.head.line < h.line
+        for o in cands
     )
 
 
