@@ -3873,3 +3873,55 @@ def test_a_background_threads_exception_after_the_end_is_teardown(tmp_path) -> N
     doc = dx.diagnose([str(tmp_path)]).to_dict()
     assert doc["verdict"] != "no-failure-found"
     assert doc["initiating"]["signature"] == "os-broken-pipe"
+
+
+def test_an_exception_carrying_a_nested_traceback_is_named_by_the_nested_error(tmp_path) -> None:
+    frames = [
+        "Traceback (most recent call last):",
+        '  File "python/ray/_raylet.pyx", line 2276, in ray._raylet.task_execution_handler',
+        '  File "/env/ray/_private/function_manager.py", line 608, in temporary_actor_method',
+        "    raise RuntimeError(",
+    ]
+    wrapper = (
+        "RuntimeError: The actor with name WorkerDict failed to import on the worker. This may be"
+        " because needed library dependencies are not installed in the worker environment:"
+    )
+    nested = [
+        "",
+        "Traceback (most recent call last):",
+        '  File "/env/verl/workers/fsdp_workers.py", line 15, in <module>',
+        "    LAYOUT = parse_layout(os.environ['SHARD_LAYOUT'])",
+        "ValueError: shard layout '4x2' does not divide 6 heads",
+    ]
+    log = tmp_path / "driver.log"
+    log.write_text("\n".join(["step 1", *frames, wrapper, *nested]) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["initiating"]["line"] == 11, doc["initiating"]
+    # an exception line of one process followed by another process's traceback
+    # (an interleaved console, no ':' announcing a nested trace) keeps its line
+    other = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    log.write_text("\n".join(["step 1", *frames, other, *nested[1:]]) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["initiating"]["line"] == 6, doc["initiating"]
+
+
+def test_an_nccl_error_whose_detail_is_the_proxy_closing_after_the_end_is_teardown(
+    tmp_path,
+) -> None:
+    steps = [f"[rank30]: step {s} loss 0.{s}" for s in range(1, 6)]
+    done = "`Trainer.fit` stopped: `max_epochs=1` reached."
+    record = [
+        "30: [E511 01:46:13.812290483 ProcessGroupNCCL.cpp:541] [Rank 30] found async exception when checking for NCCL errors: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.22.3",
+        "30: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+        "30: Last error:",
+        "30: [Proxy Service 30] Failed to execute operation Close from rank 30, retcode 3",
+    ]
+    log = tmp_path / "result.txt"
+    log.write_text("\n".join(steps + [done] + record) + "\n")
+    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] == "no-failure-found"
+    # the same wrapper with a network failure as its detail is a failure
+    record[3] = (
+        "30: NET/IB : Got completion from peer 10.0.0.7<50126> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.8"
+    )
+    log.write_text("\n".join(steps + [done] + record) + "\n")
+    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] != "no-failure-found"

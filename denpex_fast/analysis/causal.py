@@ -919,6 +919,7 @@ def rank_events(
         _ranks_from_file(cands, live, table, reader)
         _record_starts(cands, table, reader)
         _exception_lines(cands, table, reader, kb)
+        cands = _nested_exceptions(cands, table, reader)
         _what_lines(cands, table, reader)
         cands = _returned_warns(cands, kb)
         cands = _warned_subjects(cands, live)
@@ -1995,6 +1996,8 @@ def _store_lost_late(c: Incident, kb: Any) -> bool:
             and (_NCCL_PROXY_THREAD.search(m.text) or _NCCL_INFO_RETURN.search(m.text))
         )
 
+    if c.head is not None and c.tier == TIER_WRAPPER and _wraps_teardown(c, kb):
+        return True
     return (
         c.head is not None
         and not c.extra.get("virtual")
@@ -2005,6 +2008,21 @@ def _store_lost_late(c: Incident, kb: Any) -> bool:
             )
         )
         and all(teardown_line(m) for m in c.members)
+    )
+
+
+#: NCCL's proxy thread failing a Close or an accept while a communicator is torn down
+PROXY_TEARDOWN = "nccl-proxy-accept-teardown"
+
+
+def _wraps_teardown(c: Incident, kb: Any) -> bool:
+    """A wrapper (``ProcessGroupNCCL ... found async exception ... unhandled
+    system error``) whose ``Last error:`` detail is the proxy thread failing
+    to Close its connections: the communicator was being torn down, and no
+    line of the record names a cause of its own."""
+    return any(m.signature == PROXY_TEARDOWN for m in c.members) and all(
+        m.signature == PROXY_TEARDOWN or tier(m, kb) not in (TIER_CAUSE, TIER_OWN_SYMPTOM)
+        for m in c.members
     )
 
 
@@ -3222,6 +3240,77 @@ def _exception_lines(cands: Sequence[Incident], table: pa.Table, reader: Any, kb
             elif frames and k + 1 < len(own) and _frame_line(own[k + 1][1]):
                 continue  # the rest of a frame line that another write cut in two
             break
+
+
+#: the header of a traceback carried inside an exception's message
+_NESTED_HEADERS = ("Traceback (most recent call last):", "Traceback of TorchScript")
+#: lines between a wrapping exception and the nested traceback's header
+NESTED_GAP = 2
+
+
+def _nested_exceptions(cands: list[Incident], table: pa.Table, reader: Any) -> list[Incident]:
+    """An exception whose message carries the traceback of the error it
+    wraps names the incident by that error.
+
+    Ray's ``RuntimeError: The actor with name WorkerDict failed to import on
+    the worker. ...:`` continues with the worker's own traceback and its
+    ``ImportError: ... undefined symbol``; TorchScript's ``RuntimeError: The
+    following operation failed in the TorchScript interpreter.`` with
+    ``Traceback of TorchScript`` and the operation's own ``RuntimeError:
+    select(): index -1 out of range``.  Only when the message announces the
+    nested trace (it ends with ``:``, or the header is TorchScript's): an
+    exception line followed by another process's ``Traceback (most recent
+    call last):`` is two records of an interleaved console, not one.  An
+    incident the nested line headed on its own is folded into the wrapper's."""
+    folded: set[int] = set()
+    for c in cands[:64]:
+        head = c.head
+        if head is None or head.index < 0:
+            continue
+        body = _body(head.text).strip()
+        if not _EXCEPTION_LINE.match(body) or body.startswith(_NOT_EXCEPTION):
+            continue
+        after = [
+            (n, x) for n, x in _around(head, table, reader, 0, TRACEBACK_LINES) if n > head.line
+        ]
+        mine = {None, head.rank, _line_rank(head.text)}
+        own = [
+            (n, _body(x).strip())
+            for (n, x), r in zip(after, _line_ranks([x for _, x in after]))
+            if r in mine
+        ]
+        k = next((i for i, (_, x) in enumerate(own[: NESTED_GAP + 1]) if x), None)
+        if k is None or not own[k][1].startswith(_NESTED_HEADERS):
+            continue
+        if not (body.endswith(":") or own[k][1].startswith(_NESTED_HEADERS[1])):
+            continue
+        for n, text in own[k + 1 :]:
+            if not text or _frame_line(text) or not _EXCEPTION_LINE.match(text):
+                continue
+            if text.startswith(_NOT_EXCEPTION):
+                break
+            # the nested line as an entry matched it, in this incident or another
+            ev = next(
+                (
+                    m
+                    for o in (c, *cands)
+                    for m in o.members
+                    if m.file == head.file and m.line == n and m.index >= 0
+                ),
+                None,
+            )
+            if ev is not None and ev not in c.members:
+                c.members.append(ev)
+                folded |= {id(o) for o in cands if o is not c and o.head is ev}
+            if ev is None:
+                full = next(x for m, x in after if m == n)
+                ev = replace(
+                    head, index=-1, line=n, text=full[:2000], signature=UNCAUGHT, role="cause"
+                )
+                c.members.append(ev)
+            c.head = ev
+            break
+    return [o for o in cands if id(o) not in folded] if folded else cands
 
 
 #: the end of a logger's record prefix: ``[core.py:586] ``, ``[TP0] ``, ``| ``
