@@ -3925,3 +3925,22 @@ def test_an_nccl_error_whose_detail_is_the_proxy_closing_after_the_end_is_teardo
     )
     log.write_text("\n".join(steps + [done] + record) + "\n")
     assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] != "no-failure-found"
+
+
+def test_plain_error_words_after_progress_reached_its_total_are_the_epilogue(tmp_path) -> None:
+    steps = [
+        f"2021-11-24 22:00:{s:02d} [INFO]\t[TRAIN] epoch: 216, iter: {79950 + 10 * s}/80000, loss: 0.16"
+        for s in range(1, 6)
+    ]
+    epilogue = [
+        "<class 'paddle.nn.layer.conv.Conv2D'>'s flops has been counted",
+        "Cannot find suitable count function for <class 'paddle.nn.layer.pooling.MaxPool2D'>. Treat it as zero FLOPs.",
+        "Total Flops: 437453619200     Total Params: 52608512",
+    ]
+    log = tmp_path / "workerlog.0"
+    log.write_text("\n".join(steps + epilogue) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["verdict"] == "no-failure-found", doc["verdict"]
+    # short of its total, the same line is still a lead
+    log.write_text("\n".join(x.replace("/80000", "/90000") for x in steps + epilogue) + "\n")
+    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] != "no-failure-found"

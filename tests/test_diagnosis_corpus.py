@@ -67,10 +67,6 @@ def test_generated_jobs(report: EvalReport) -> None:
 # Real healthy controls the diagnosis still flags, each scored at first sight
 # (tests/corpus/arrivals.json) and kept so the figures count them.
 KNOWN_FALSE_ALARMS = {
-    "2046-paddle-distributed-launch-4gpu-v100-paddleseg-encnet-cityscapes-80k-healthy": "after "
-    "the last iteration (80000/80000) the FLOPs counter prints 'Cannot find suitable count "
-    "function ... Treat it as zero FLOPs.': an unknown error-like line after the job's own end "
-    "is still named",
     "832-gke-jax-hello-world-32proc-a100": "one pod's 13 lines of a JAX hello-world, ending "
     "with the program's result ([32.]) and no completion line: reported stopped",
     "841-nemo2-llama3-toy-pretrain-nccl-teardown-warn": "NCCL's socket layer traces error "

@@ -1054,13 +1054,20 @@ def rank_events(
         # whose progress stopped first) stand on those lines: when they are
         # outlived or came after the end, nobody was left waiting
         leads = [c for c in cands if not c.extra.get("virtual")]
-        if leads and all(gone_past(c) or _store_lost_late(c, kb) for c in leads):
+        if leads and all(
+            gone_past(c) or _store_lost_late(c, kb) or _plain_error_word(c) for c in leads
+        ):
             tails = _last_step_lines(events, reader)
             end = _orderly_exit(events, kb, tails)
             past = [c for c in leads if gone_past(c)]
             late = [c for c in leads if not gone_past(c)]
+            # a job whose progress reached its own total printed its epilogue
+            # after it (a FLOPs counter's "Cannot find ... Treat it as zero")
+            reached = _reached_end(events, tails) is not None
             if _ended_itself(events, kb, tails) and (
-                not late or (end is not None and all(_after(c, end) for c in late))
+                not late
+                or (end is not None and all(_after(c, end) for c in late))
+                or (reached and all(_plain_error_word(c) for c in late))
             ):
                 if past:
                     rank_notes.append(
@@ -1068,12 +1075,19 @@ def rank_events(
                         f"{min((c.head for c in past), key=_where_key).where()}, were "  # type: ignore[arg-type]
                         "followed by training and an orderly end: outlived"
                     )
-                if late:
+                first_late = min((c.head for c in late), key=_where_key) if late else None
+                if first_late is not None and end is not None:
                     rank_notes.append(
                         f"{len(late)} line(s) of a lost store connection or a warning, the "
-                        f"first at {min((c.head for c in late), key=_where_key).where()}, came "  # type: ignore[arg-type]
-                        f"after the processes exited in order ({end.where()}): "  # type: ignore[union-attr]
+                        f"first at {first_late.where()}, came "
+                        f"after the processes exited in order ({end.where()}): "
                         "teardown, the store's host had gone first"
+                    )
+                elif first_late is not None:
+                    rank_notes.append(
+                        f"{len(late)} plain line(s) with an error-like word, the first at "
+                        f"{first_late.where()}, came after the progress reached the job's "
+                        "own total: its epilogue"
                     )
                 cands = []
     if not cands and reader is not None:
@@ -1588,6 +1602,26 @@ def _ended_itself(
     killed from outside prints neither.  None: it may have been stopped.
     ``tails``: the ends of the files that show progress (:func:`_last_step_lines`)."""
 
+    reached = _reached_end(events, tails)
+    if reached:
+        return reached
+    last = _last_progress(events)
+    e = _orderly_exit(events, kb, tails)
+    if e is None:
+        return None
+    return (
+        f"the processes exited in order ({e.where()}: {e.signature}) after "
+        + ("their last progress" if last is not None else "starting")
+        + ", without an error"
+    )
+
+
+def _reached_end(
+    events: Sequence[Event], tails: Mapping[str, tuple[bytes, list[str]]]
+) -> str | None:
+    """Why the job's progress ended where the job meant it to: the last
+    progress line of each file reached the total it counts to, or the number
+    of steps the configuration states.  None when it did not, or nothing says."""
     last = _last_progress(events)
     finals = [t[-1] for _, t in tails.values() if t]
     if not finals and last is not None:
@@ -1599,17 +1633,17 @@ def _ended_itself(
                 f"the last progress line reached the total it counts to "
                 f"({counted[0].group(1)}/{counted[0].group(2)}), then the logs end without an error"
             )
-    reached = _configured_end(events)
-    if reached:
-        return reached
-    e = _orderly_exit(events, kb, tails)
-    if e is None:
-        return None
-    return (
-        f"the processes exited in order ({e.where()}: {e.signature}) after "
-        + ("their last progress" if last is not None else "starting")
-        + ", without an error"
-    )
+    return _configured_end(events)
+
+
+#: the open-world entry for a plain line holding an error-like word
+ERROR_WORD = "any-error-word"
+
+
+def _plain_error_word(c: Incident) -> bool:
+    """An incident of plain lines holding an error-like word and nothing
+    else: no traceback, no logger's ERROR level, no entry that knows it."""
+    return c.head is not None and all(m.signature == ERROR_WORD for m in (c.head, *c.members))
 
 
 def _configured_end(events: Sequence[Event]) -> str | None:
