@@ -920,6 +920,7 @@ def rank_events(
         _record_starts(cands, table, reader)
         _exception_lines(cands, table, reader, kb)
         cands = _nested_exceptions(cands, table, reader)
+        _interrupt_echoes(cands, table, reader)
         _what_lines(cands, table, reader)
         cands = _returned_warns(cands, kb)
         cands = _warned_subjects(cands, live)
@@ -1712,7 +1713,7 @@ def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
     does not go on past it).  With no step before the line, it takes two
     steps after it to go past (a summary restating the last step is one).
     None: it did not say so."""
-    steps: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    steps: dict[str, list[tuple[int, float, str]]] = defaultdict(list)
     for e in events:
         # a checkpoint written after the loop ended is no sign the loop went on,
         # nor is a progress bar's last render at 100% (Lightning redraws it
@@ -1720,18 +1721,23 @@ def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
         n = field_number(e.fields, STEP_FIELDS)
         if n is not None and "checkpoint-saved" not in marks(kb, e.signature):
             if not _FULL_BAR.search(e.text):
-                steps[e.file].append((e.line, n))
+                steps[e.file].append((e.line, n, e.signature))
 
     def went_past(e: Event) -> bool:
         mine = steps.get(e.file, ())
-        before = max((n for line, n in mine if line < e.line), default=None)
-        later = {n for line, n in mine if line > e.line}
-        if before is None:
+        # steps of one kind of line only: an epoch bar's batch count and the
+        # global step of a metrics line are numbers on different scales
+        befores: dict[str, float] = {}
+        for line, n, sig in mine:
+            if line < e.line:
+                befores[sig] = max(befores.get(sig, n), n)
+        later = [(n, sig) for line, n, sig in mine if line > e.line]
+        if not befores:
             # no step before it: one summary after it that names the last
             # step (Ray's final Result(metrics={... 'step': 135})) is no loop
             # going on; a loop prints step after step
-            return len(later) >= 2
-        return any(n > before for n in later)
+            return len({n for n, _ in later}) >= 2
+        return any(sig in befores and n > befores[sig] for n, sig in later)
 
     return [e for e in events if "completion" in marks(kb, e.signature) and not went_past(e)]
 
@@ -3345,6 +3351,33 @@ def _nested_exceptions(cands: list[Incident], table: pa.Table, reader: Any) -> l
             c.head = ev
             break
     return [o for o in cands if id(o) not in folded] if folded else cands
+
+
+#: Python's exception for SIGINT, and the terminal's echo of the key that sent it
+INTERRUPT = "os-keyboard-interrupt"
+_ECHO = re.compile(r"\^C(?:\^[CZ\\])*\s*$")
+#: lines read back before an interrupt's first traceback for the terminal's echo
+ECHO_LINES = 400
+
+
+def _interrupt_echoes(cands: Sequence[Incident], table: pa.Table, reader: Any) -> None:
+    """An interrupt is named by the moment it was typed: a terminal that
+    echoes control keys leaves ``^C`` in the captured output (often glued to
+    a progress bar) before the processes print their ``KeyboardInterrupt``
+    tracebacks.  Read back from the traceback, the nearest such line takes
+    the incident's head; without one the exception line stays."""
+    for c in cands[:64]:
+        head = c.head
+        if head is None or head.index < 0 or head.signature != INTERRUPT:
+            continue
+        before = _around(head, table, reader, ECHO_LINES, 0)
+        echo = next(
+            ((n, x) for n, x in reversed(before) if n < head.line and _ECHO.search(x)), None
+        )
+        if echo is not None:
+            ev = replace(head, index=-1, line=echo[0], text=echo[1][:2000], rank=None)
+            c.members.append(ev)
+            c.head = ev
 
 
 #: the end of a logger's record prefix: ``[core.py:586] ``, ``[TP0] ``, ``| ``
