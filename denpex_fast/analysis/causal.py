@@ -1713,7 +1713,7 @@ def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
     does not go on past it).  With no step before the line, it takes two
     steps after it to go past (a summary restating the last step is one).
     None: it did not say so."""
-    steps: dict[str, list[tuple[int, float, str]]] = defaultdict(list)
+    steps: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for e in events:
         # a checkpoint written after the loop ended is no sign the loop went on,
         # nor is a progress bar's last render at 100% (Lightning redraws it
@@ -1721,23 +1721,18 @@ def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
         n = field_number(e.fields, STEP_FIELDS)
         if n is not None and "checkpoint-saved" not in marks(kb, e.signature):
             if not _FULL_BAR.search(e.text):
-                steps[e.file].append((e.line, n, e.signature))
+                steps[e.file].append((e.line, n))
 
     def went_past(e: Event) -> bool:
         mine = steps.get(e.file, ())
-        # steps of one kind of line only: an epoch bar's batch count and the
-        # global step of a metrics line are numbers on different scales
-        befores: dict[str, float] = {}
-        for line, n, sig in mine:
-            if line < e.line:
-                befores[sig] = max(befores.get(sig, n), n)
-        later = [(n, sig) for line, n, sig in mine if line > e.line]
-        if not befores:
+        before = max((n for line, n in mine if line < e.line), default=None)
+        later = {n for line, n in mine if line > e.line}
+        if before is None:
             # no step before it: one summary after it that names the last
             # step (Ray's final Result(metrics={... 'step': 135})) is no loop
             # going on; a loop prints step after step
-            return len({n for n, _ in later}) >= 2
-        return any(sig in befores and n > befores[sig] for n, sig in later)
+            return len(later) >= 2
+        return any(n > before for n in later)
 
     return [e for e in events if "completion" in marks(kb, e.signature) and not went_past(e)]
 
