@@ -3971,3 +3971,17 @@ def test_an_interrupt_is_named_by_the_terminals_echo_of_ctrl_c(tmp_path) -> None
         "os-keyboard-interrupt",
         9,
     )
+
+
+def test_a_log_ending_in_the_terminals_ctrl_c_echo_was_interrupted(tmp_path) -> None:
+    steps = [
+        f"2021-05-18 03:5{s}:38 INFO train: step={s * 7} loss={1.0 / s:.{s}f}" for s in range(1, 7)
+    ]
+    log = tmp_path / "result_2.txt"
+    log.write_text("\n".join(steps + ["^C^Z"]) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["initiating"]["signature"] == "os-keyboard-interrupt"
+    assert doc["initiating"]["line"] == 7
+    # without the echo the log just stops
+    log.write_text("\n".join(steps) + "\n")
+    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] == "stopped"

@@ -1093,6 +1093,8 @@ def rank_events(
                 cands = []
     if not cands and reader is not None:
         cands = _cut_tracebacks(live, table, reader, kb) or _hung_stacks(live, reader, kb)
+    if not cands and reader is not None and not completed:
+        cands = _typed_interrupt(live, reader)
     X = candidate_features(cands, live, kb, stall, skew, known_ranks, novel)
     clock = list(skew.evidence) + stall_notes + rank_notes
     if not cands:
@@ -1569,6 +1571,25 @@ def _last_step_lines(events: Sequence[Event], reader: Any) -> dict[str, tuple[by
         texts, _ = step_lines(data, 1)
         out[name] = (data, texts)
     return out
+
+
+def _typed_interrupt(events: Sequence[Event], reader: Any) -> list[Incident]:
+    """A run that made progress and whose log ends with the terminal's echo of
+    Ctrl-C (``^C``, ``^C^Z``: an interactive session captured with ``tee`` or
+    ``docker exec -it``) did not stop by itself: somebody interrupted it, and
+    no process lived to print a traceback into this log.  The echo is the
+    candidate; only the last line of the file with the last progress is read."""
+    last = _last_progress(events)
+    if last is None:
+        return []
+    end = reader.last_line(last.file)
+    if end is None or end[0] <= last.line or not _ECHO.search(end[1]):
+        return []
+    ev = replace(
+        _line_event(last.file, end[0], end[1], None, INTERRUPT, severity="error", phase="shutdown"),
+        role="cause",
+    )
+    return [Incident([ev], ev, None, last.host, TIER_CAUSE, None, {})]
 
 
 def _latest_in_file(
