@@ -3985,3 +3985,28 @@ def test_a_log_ending_in_the_terminals_ctrl_c_echo_was_interrupted(tmp_path) -> 
     # without the echo the log just stops
     log.write_text("\n".join(steps) + "\n")
     assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] == "stopped"
+
+
+def test_a_pid_inside_the_launchers_run_of_worker_pids_names_its_rank(tmp_path) -> None:
+    # UCX reports pid 227's crash; torchrun's summary lists every worker but
+    # the one it had to kill, each "rank : N" above "exitcode : -11 (pid: P)"
+    lines = [
+        "[smciserver:227  :0:227] Caught signal 11 (Segmentation fault: address not mapped to object at address 0xa00020000000a)",
+        "==== backtrace (tid:    227) ====",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Failures:",
+    ]
+    for rank in (1, 2, 3, 4, 6, 7):
+        lines += [
+            f"[{rank}]:",
+            "  time      : 2024-05-01_22:04:48",
+            "  host      : smciserver",
+            f"  rank      : {rank} (local_rank: {rank})",
+            f"  exitcode  : -11 (pid: {222 + rank})",
+            "  error_file: <N/A>",
+            f"  traceback : Signal 11 (SIGSEGV) received by PID {222 + rank}",
+        ]
+    (tmp_path / "run.log").write_text("\n".join(lines) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["initiating"]["line"] == 1
+    assert doc["initiating"]["rank"] == 5

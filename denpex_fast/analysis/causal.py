@@ -1381,6 +1381,8 @@ _PID = re.compile(
     r"|\b[Pp]rocess (\d+) (?:exits|exited|spawned|with)"
     # NCCL's host:pid:tid, also behind a collector's prefix or a timestamp
     r"|(?:^|(?<=[\s\]]))[A-Za-z][\w.-]*:(\d+):\d+ \[\d+\] "
+    # UCX's [host:pid:tid] (the pid padded with spaces) before its reports
+    r"|(?:^|(?<=[\s\]]))\[[A-Za-z][\w.-]*:(\d+) *:\d+(?::\d+)?\] "
 )
 
 
@@ -2543,12 +2545,22 @@ def _pid_ranks(events: Sequence[Event]) -> None:
     nor is one seen on several hosts for a line whose host is one of them.
     """
     table: dict[tuple[str, str], int | None] = {}
+    entry_rank: dict[tuple[str, int], int] = {}  # a ChildFailedError entry's "rank : N" line
+    for e in events:
+        if e.rank is not None and _ENTRY_RANK.match(_body(e.text)):
+            entry_rank[(e.file, e.line)] = e.rank
     for e in events:
         pid = _pid_of(e.text)
-        if pid is None or e.rank is None:
+        if pid is None:
+            continue
+        rank = e.rank
+        if rank is None and _ELASTIC_EXIT.match(_body(e.text)):
+            # the entry's exitcode line under its rank line: "exitcode : -11 (pid: 223)"
+            rank = entry_rank.get((e.file, e.line - 1))
+        if rank is None:
             continue
         key = (e.host or "", pid)
-        table[key] = e.rank if table.get(key, e.rank) == e.rank else None
+        table[key] = rank if table.get(key, rank) == rank else None
     if not table:
         return
     hosts = {h for h, _ in table}
@@ -2563,8 +2575,25 @@ def _pid_ranks(events: Sequence[Event]) -> None:
             if r is None and (not e.host or e.host not in hosts):
                 found = {v for (h, p), v in table.items() if p == pid and v is not None}
                 r = found.pop() if len(found) == 1 else None
+            if r is None:
+                r = _pid_in_sequence(table, e.host or "", int(pid))
             if r is not None:
                 e.rank = r
+
+
+def _pid_in_sequence(
+    table: Mapping[tuple[str, str], int | None], host: str, pid: int
+) -> int | None:
+    """The rank of a pid no launcher line names, when the launcher started
+    its workers in one run of consecutive pids: every (pid, rank) pair of the
+    host differs by one constant, at least three pairs show it, and the pid
+    lies inside the run (torchrun's summary leaves out the worker it had to
+    kill; UCX reports that worker's crash by pid alone)."""
+    pairs = [(int(p), r) for (h, p), r in table.items() if h == host and r is not None]
+    if len(pairs) < 3 or not min(p for p, _ in pairs) < pid < max(p for p, _ in pairs):
+        return None
+    off = _rank_offset(pairs)
+    return pid + off if off is not None and len(pairs) >= 3 else None
 
 
 #: NCCL's own prefix on every line: ``host:pid:tid [device]`` (the thread is
@@ -2681,6 +2710,7 @@ def _ranks_from_copies(cands: Sequence[Incident], live: Sequence[Event]) -> None
 ROOT_CAUSE_LINES = 8
 ROOT_CAUSE = "torch-elastic-root-cause-block"
 _ELASTIC_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
+_ENTRY_RANK = re.compile(r"^\s*rank\s*:\s*\d+")
 
 
 def _ranks_from_root_cause(cands: Sequence[Incident], live: Sequence[Event], kb: Any) -> None:
