@@ -4010,3 +4010,20 @@ def test_a_pid_inside_the_launchers_run_of_worker_pids_names_its_rank(tmp_path) 
     doc = dx.diagnose([str(tmp_path)]).to_dict()
     assert doc["initiating"]["line"] == 1
     assert doc["initiating"]["rank"] == 5
+
+
+def test_an_old_kernel_warning_explains_only_a_hang(tmp_path) -> None:
+    kernel = (
+        "12/03/2024 10:11:12 - WARNING - accelerate.utils.other - Detected kernel version 4.18.0, "
+        "which is below the recommended minimum of 5.5.0; this can cause the process to hang. "
+        "It is recommended to upgrade the kernel to the minimum version or higher."
+    )
+    err = [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 88, in <module>',
+        "    out = model(**batch)",
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu! (when checking argument for argument mat2 in method wrapper_CUDA_bmm)",
+    ]
+    (tmp_path / "train.err").write_text("\n".join([kernel, "loading shards", *err]) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["initiating"]["signature"] == "torch-device-mismatch", doc["initiating"]
