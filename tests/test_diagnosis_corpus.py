@@ -67,6 +67,11 @@ def test_generated_jobs(report: EvalReport) -> None:
 # Real healthy controls the diagnosis still flags, each scored at first sight
 # (tests/corpus/arrivals.json) and kept so the figures count them.
 KNOWN_FALSE_ALARMS = {
+    "2152-ray-core-slurm-2node-a100-remote-tasks-conda-activate-argumenterror-noise-healthy": (
+        "conda's 'EnvironmentNameNotFound' when the job script sources activate with its own "
+        "arguments set, then a Ray smoke test prints 60 rounds of Counter(...) lines that no "
+        "entry reads as progress: the open-world line is named"
+    ),
     "832-gke-jax-hello-world-32proc-a100": "one pod's 13 lines of a JAX hello-world, ending "
     "with the program's result ([32.]) and no completion line: reported stopped",
     "841-nemo2-llama3-toy-pretrain-nccl-teardown-warn": "NCCL's socket layer traces error "
