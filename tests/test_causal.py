@@ -4027,3 +4027,19 @@ def test_an_old_kernel_warning_explains_only_a_hang(tmp_path) -> None:
     (tmp_path / "train.err").write_text("\n".join([kernel, "loading shards", *err]) + "\n")
     doc = dx.diagnose([str(tmp_path)]).to_dict()
     assert doc["initiating"]["signature"] == "torch-device-mismatch", doc["initiating"]
+
+
+def test_a_plain_error_word_after_the_end_is_epilogue_when_the_job_printed_on(tmp_path) -> None:
+    steps = [f"Epoch 0: step {s} train/loss=0.{s}{s}" for s in range(1, 6)]
+    done = "`Trainer.fit` stopped: `max_steps=100` reached."
+    nsys = "22: Failed to create '/fsx/nsys_profiles/.nsys-rep': File exists."
+    after = [
+        "22: Generating '/tmp/nsys-report-4aa1.qdstrm'",
+        "22: [1/1] [========100%] report22.nsys-rep",
+    ]
+    log = tmp_path / "slurm-102.out"
+    log.write_text("\n".join(steps + [done, nsys] + after) + "\n")
+    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] == "no-failure-found"
+    # the last line the job left (a kill cut it there) is still a lead
+    log.write_text("\n".join(steps + [done, nsys]) + "\n")
+    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] != "no-failure-found"

@@ -1008,7 +1008,11 @@ def rank_events(
         id(c)
         for c in cands
         if completed
-        and (_store_lost_late(c, kb) or _thread_exception(c, cands, events))
+        and (
+            _store_lost_late(c, kb)
+            or _thread_exception(c, cands, events)
+            or (_plain_error_word(c) and _printed_more(c, reader))
+        )
         and any(_after(c, e) for e in ends)
     }
     outlived = [
@@ -1662,6 +1666,16 @@ def _reached_end(
 
 #: the open-world entry for a plain line holding an error-like word
 ERROR_WORD = "any-error-word"
+
+
+def _printed_more(c: Incident, reader: Any) -> bool:
+    """Whether the file of the incident goes on after it (a profiler's
+    complaint among the lines a job prints once it finished, not the last
+    line a scheduler's kill left)."""
+    if reader is None or c.head is None:
+        return False
+    end = reader.last_line(c.head.file)
+    return end is not None and end[0] > max(m.line for m in (c.head, *c.members))
 
 
 def _plain_error_word(c: Incident) -> bool:
