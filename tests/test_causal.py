@@ -4043,3 +4043,18 @@ def test_a_plain_error_word_after_the_end_is_epilogue_when_the_job_printed_on(tm
     # the last line the job left (a kill cut it there) is still a lead
     log.write_text("\n".join(steps + [done, nsys]) + "\n")
     assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] != "no-failure-found"
+
+
+def test_seffs_completed_state_is_the_jobs_completion_line(tmp_path) -> None:
+    lines = [
+        "Epoch 1/10",
+        "2024-02-01 10:00:01.000000: W tensorflow/core/framework/dataset.cc:959] Input of GeneratorDatasetOp::Dataset will not be optimized because the dataset does not implement the AsCheckpoint method",
+        *[f"  step {s}/100 - loss: 0.{s:02d}" for s in range(1, 6)],
+        "Epoch 10/10",
+        "Job ID: 4913776",
+        "State: COMPLETED (exit code 0)",
+        " ++   Memory Efficiency is too small. Please review the requested memory. ++",
+    ]
+    (tmp_path / "jsimple.o4913776").write_text("\n".join(lines) + "\n")
+    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    assert doc["verdict"] == "no-failure-found", doc["verdict"]
