@@ -3839,8 +3839,7 @@ def test_the_device_an_oom_names_beats_the_rank_of_a_shared_console(tmp_path) ->
         " capacity; 23.13 GiB already allocated; 2.94 GiB free; 26.92 GiB reserved in total by PyTorch)",
         "Traceback (most recent call last):",
     ]
-    (tmp_path / "output.log").write_text("\n".join(steps + tb) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "output.log", steps + tb).to_dict()
     assert doc["initiating"]["signature"] == "cuda-oom"
     assert doc["initiating"]["rank"] == 3
     # the newer wording names the device the same way
@@ -3848,8 +3847,10 @@ def test_the_device_an_oom_names_beats_the_rank_of_a_shared_console(tmp_path) ->
         "CUDA out of memory. Tried to allocate 3.74 GiB (GPU 3; 31.75 GiB total capacity;",
         "CUDA out of memory. Tried to allocate 3.74 GiB. GPU 2 has a total capacity of 31.75 GiB;",
     )
-    (tmp_path / "output.log").write_text("\n".join(steps + tb[:3] + [new]) + "\n")
-    assert dx.diagnose([str(tmp_path)]).to_dict()["initiating"]["rank"] == 2
+    assert (
+        _diagnosed(tmp_path, "output.log", steps + tb[:3] + [new]).to_dict()["initiating"]["rank"]
+        == 2
+    )
 
 
 def test_a_background_threads_exception_after_the_end_is_teardown(tmp_path) -> None:
@@ -3864,13 +3865,12 @@ def test_a_background_threads_exception_after_the_end_is_teardown(tmp_path) -> N
     ]
     steps = [f"Epoch 0: step {s} train/loss=0.{s}" for s in range(1, 6)]
     done = "`Trainer.fit` stopped: `max_epochs=1` reached."
-    log = tmp_path / "train.log"
-    log.write_text("\n".join(steps + [done, "Exception in thread NetStatThr:"] + tail) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(
+        tmp_path, "train.log", steps + [done, "Exception in thread NetStatThr:"] + tail
+    ).to_dict()
     assert doc["verdict"] == "no-failure-found", doc["verdict"]
     # the main thread's own exception after the same line is not a thread's
-    log.write_text("\n".join(steps + [done] + tail) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "train.log", steps + [done] + tail).to_dict()
     assert doc["verdict"] != "no-failure-found"
     assert doc["initiating"]["signature"] == "os-broken-pipe"
 
@@ -3893,15 +3893,12 @@ def test_an_exception_carrying_a_nested_traceback_is_named_by_the_nested_error(t
         "    LAYOUT = parse_layout(os.environ['SHARD_LAYOUT'])",
         "ValueError: shard layout '4x2' does not divide 6 heads",
     ]
-    log = tmp_path / "driver.log"
-    log.write_text("\n".join(["step 1", *frames, wrapper, *nested]) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "driver.log", ["step 1", *frames, wrapper, *nested]).to_dict()
     assert doc["initiating"]["line"] == 11, doc["initiating"]
     # an exception line of one process followed by another process's traceback
     # (an interleaved console, no ':' announcing a nested trace) keeps its line
     other = "RuntimeError: CUDA error: an illegal memory access was encountered"
-    log.write_text("\n".join(["step 1", *frames, other, *nested[1:]]) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "driver.log", ["step 1", *frames, other, *nested[1:]]).to_dict()
     assert doc["initiating"]["line"] == 6, doc["initiating"]
 
 
@@ -3916,15 +3913,18 @@ def test_an_nccl_error_whose_detail_is_the_proxy_closing_after_the_end_is_teardo
         "30: Last error:",
         "30: [Proxy Service 30] Failed to execute operation Close from rank 30, retcode 3",
     ]
-    log = tmp_path / "result.txt"
-    log.write_text("\n".join(steps + [done] + record) + "\n")
-    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] == "no-failure-found"
+    assert (
+        _diagnosed(tmp_path, "result.txt", steps + [done] + record).to_dict()["verdict"]
+        == "no-failure-found"
+    )
     # the same wrapper with a network failure as its detail is a failure
     record[3] = (
         "30: NET/IB : Got completion from peer 10.0.0.7<50126> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.8"
     )
-    log.write_text("\n".join(steps + [done] + record) + "\n")
-    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] != "no-failure-found"
+    assert (
+        _diagnosed(tmp_path, "result.txt", steps + [done] + record).to_dict()["verdict"]
+        != "no-failure-found"
+    )
 
 
 def test_plain_error_words_after_progress_reached_its_total_are_the_epilogue(tmp_path) -> None:
@@ -3937,13 +3937,15 @@ def test_plain_error_words_after_progress_reached_its_total_are_the_epilogue(tmp
         "Cannot find suitable count function for <class 'paddle.nn.layer.pooling.MaxPool2D'>. Treat it as zero FLOPs.",
         "Total Flops: 437453619200     Total Params: 52608512",
     ]
-    log = tmp_path / "workerlog.0"
-    log.write_text("\n".join(steps + epilogue) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "workerlog.0", steps + epilogue).to_dict()
     assert doc["verdict"] == "no-failure-found", doc["verdict"]
     # short of its total, the same line is still a lead
-    log.write_text("\n".join(x.replace("/80000", "/90000") for x in steps + epilogue) + "\n")
-    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] != "no-failure-found"
+    assert (
+        _diagnosed(
+            tmp_path, "workerlog.0", [x.replace("/80000", "/90000") for x in steps + epilogue]
+        ).to_dict()["verdict"]
+        != "no-failure-found"
+    )
 
 
 def test_an_interrupt_is_named_by_the_terminals_echo_of_ctrl_c(tmp_path) -> None:
@@ -3959,14 +3961,12 @@ def test_an_interrupt_is_named_by_the_terminals_echo_of_ctrl_c(tmp_path) -> None
         "    self.run()",
         "KeyboardInterrupt",
     ]
-    (tmp_path / "cell_output.log").write_text("\n".join(lines) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "cell_output.log", lines).to_dict()
     assert doc["initiating"]["signature"] == "os-keyboard-interrupt"
     assert doc["initiating"]["line"] == 4
     # no echo captured: the exception line itself
     lines[3] = bar + "]"
-    (tmp_path / "cell_output.log").write_text("\n".join(lines) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "cell_output.log", lines).to_dict()
     assert (doc["initiating"]["signature"], doc["initiating"]["line"]) == (
         "os-keyboard-interrupt",
         9,
@@ -3977,14 +3977,11 @@ def test_a_log_ending_in_the_terminals_ctrl_c_echo_was_interrupted(tmp_path) -> 
     steps = [
         f"2021-05-18 03:5{s}:38 INFO train: step={s * 7} loss={1.0 / s:.{s}f}" for s in range(1, 7)
     ]
-    log = tmp_path / "result_2.txt"
-    log.write_text("\n".join(steps + ["^C^Z"]) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "result_2.txt", steps + ["^C^Z"]).to_dict()
     assert doc["initiating"]["signature"] == "os-keyboard-interrupt"
     assert doc["initiating"]["line"] == 7
     # without the echo the log just stops
-    log.write_text("\n".join(steps) + "\n")
-    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] == "stopped"
+    assert _diagnosed(tmp_path, "result_2.txt", steps).to_dict()["verdict"] == "stopped"
 
 
 def test_a_pid_inside_the_launchers_run_of_worker_pids_names_its_rank(tmp_path) -> None:
@@ -4006,8 +4003,7 @@ def test_a_pid_inside_the_launchers_run_of_worker_pids_names_its_rank(tmp_path) 
             "  error_file: <N/A>",
             f"  traceback : Signal 11 (SIGSEGV) received by PID {222 + rank}",
         ]
-    (tmp_path / "run.log").write_text("\n".join(lines) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "run.log", lines).to_dict()
     assert doc["initiating"]["line"] == 1
     assert doc["initiating"]["rank"] == 5
 
@@ -4024,8 +4020,7 @@ def test_an_old_kernel_warning_explains_only_a_hang(tmp_path) -> None:
         "    out = model(**batch)",
         "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu! (when checking argument for argument mat2 in method wrapper_CUDA_bmm)",
     ]
-    (tmp_path / "train.err").write_text("\n".join([kernel, "loading shards", *err]) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "train.err", [kernel, "loading shards", *err]).to_dict()
     assert doc["initiating"]["signature"] == "torch-device-mismatch", doc["initiating"]
 
 
@@ -4037,12 +4032,15 @@ def test_a_plain_error_word_after_the_end_is_epilogue_when_the_job_printed_on(tm
         "22: Generating '/tmp/nsys-report-4aa1.qdstrm'",
         "22: [1/1] [========100%] report22.nsys-rep",
     ]
-    log = tmp_path / "slurm-102.out"
-    log.write_text("\n".join(steps + [done, nsys] + after) + "\n")
-    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] == "no-failure-found"
+    assert (
+        _diagnosed(tmp_path, "slurm-102.out", steps + [done, nsys] + after).to_dict()["verdict"]
+        == "no-failure-found"
+    )
     # the last line the job left (a kill cut it there) is still a lead
-    log.write_text("\n".join(steps + [done, nsys]) + "\n")
-    assert dx.diagnose([str(tmp_path)]).to_dict()["verdict"] != "no-failure-found"
+    assert (
+        _diagnosed(tmp_path, "slurm-102.out", steps + [done, nsys]).to_dict()["verdict"]
+        != "no-failure-found"
+    )
 
 
 def test_seffs_completed_state_is_the_jobs_completion_line(tmp_path) -> None:
@@ -4055,6 +4053,5 @@ def test_seffs_completed_state_is_the_jobs_completion_line(tmp_path) -> None:
         "State: COMPLETED (exit code 0)",
         " ++   Memory Efficiency is too small. Please review the requested memory. ++",
     ]
-    (tmp_path / "jsimple.o4913776").write_text("\n".join(lines) + "\n")
-    doc = dx.diagnose([str(tmp_path)]).to_dict()
+    doc = _diagnosed(tmp_path, "jsimple.o4913776", lines).to_dict()
     assert doc["verdict"] == "no-failure-found", doc["verdict"]
