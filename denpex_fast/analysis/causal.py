@@ -43,6 +43,7 @@ over several files.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -1004,14 +1005,16 @@ def rank_events(
     # The report lists them without calling the job failed
     went_on = _went_on(events, ends, kb)
     # a peer's store going away, or a warning, after the end: teardown
+    unraised = _unraised_headers(events) if completed else {}
+    last_line = functools.cache(reader.last_line) if completed and reader is not None else None
     torn_down = {
         id(c)
         for c in cands
         if completed
         and (
             _store_lost_late(c, kb)
-            or _thread_exception(c, cands, events)
-            or (_plain_error_word(c) and _printed_more(c, reader))
+            or _thread_exception(c, cands, unraised)
+            or (_plain_error_word(c) and _printed_more(c, last_line))
         )
         and any(_after(c, e) for e in ends)
     }
@@ -1068,8 +1071,8 @@ def rank_events(
             late = [c for c in leads if not gone_past(c)]
             # a job whose progress reached its own total printed its epilogue
             # after it (a FLOPs counter's "Cannot find ... Treat it as zero")
-            reached = _reached_end(events, tails) is not None
-            if _ended_itself(events, kb, tails) and (
+            reached = _reached_end(events, tails)
+            if (reached or _exit_reason(end, events)) and (
                 not late
                 or (end is not None and all(_after(c, end) for c in late))
                 or (reached and all(_plain_error_word(c) for c in late))
@@ -1630,16 +1633,16 @@ def _ended_itself(
     killed from outside prints neither.  None: it may have been stopped.
     ``tails``: the ends of the files that show progress (:func:`_last_step_lines`)."""
 
-    reached = _reached_end(events, tails)
-    if reached:
-        return reached
-    last = _last_progress(events)
-    e = _orderly_exit(events, kb, tails)
+    return _reached_end(events, tails) or _exit_reason(_orderly_exit(events, kb, tails), events)
+
+
+def _exit_reason(e: Event | None, events: Sequence[Event]) -> str | None:
+    """Why a job that exited in order at ``e`` (:func:`_orderly_exit`) was not stopped."""
     if e is None:
         return None
     return (
         f"the processes exited in order ({e.where()}: {e.signature}) after "
-        + ("their last progress" if last is not None else "starting")
+        + ("their last progress" if _last_progress(events) is not None else "starting")
         + ", without an error"
     )
 
@@ -1668,13 +1671,14 @@ def _reached_end(
 ERROR_WORD = "any-error-word"
 
 
-def _printed_more(c: Incident, reader: Any) -> bool:
+def _printed_more(c: Incident, last_line: Callable[[str], Any] | None) -> bool:
     """Whether the file of the incident goes on after it (a profiler's
     complaint among the lines a job prints once it finished, not the last
-    line a scheduler's kill left)."""
-    if reader is None or c.head is None:
+    line a scheduler's kill left).  ``last_line``: the reader's, memoised by
+    the caller (it reads the whole file)."""
+    if last_line is None or c.head is None:
         return False
-    end = reader.last_line(c.head.file)
+    end = last_line(c.head.file)
     return end is not None and end[0] > max(m.line for m in (c.head, *c.members))
 
 
@@ -2104,27 +2108,32 @@ def _wraps_teardown(c: Incident, kb: Any) -> bool:
 _UNRAISED = re.compile(r"^\s*(?:Exception in thread [^\n]{1,200}:|Exception ignored in\b)")
 
 
-def _thread_exception(c: Incident, cands: Sequence[Incident], events: Sequence[Event]) -> bool:
+def _unraised_headers(events: Sequence[Event]) -> dict[str, list[int]]:
+    """Per file, the lines of Python's reports of an exception that did not
+    end the program (:data:`_UNRAISED`)."""
+    out: dict[str, list[int]] = defaultdict(list)
+    for e in events:
+        if _UNRAISED.match(_body(e.text)):
+            out[e.file].append(e.line)
+    return out
+
+
+def _thread_exception(
+    c: Incident, cands: Sequence[Incident], unraised: Mapping[str, list[int]]
+) -> bool:
     """An incident that is a background thread's death or an exception Python
     could only print (``Exception in thread NetStatThr:`` from a metrics
     uploader whose socket closed, ``Exception ignored in: <function __del__>``),
     or the exception line of such a report's traceback (no other candidate
     between them).  After the job's completion line that is teardown: the
-    main thread had finished its work."""
+    main thread had finished its work.  ``unraised``: :func:`_unraised_headers`."""
     h = c.head
     if h is None:
         return False
     if any(_UNRAISED.match(_body(m.text)) for m in (h, *c.members)):
         return True
     header = max(
-        (
-            e.line
-            for e in events
-            if e.file == h.file
-            and 0 < h.line - e.line <= TRACEBACK_LINES
-            and _UNRAISED.match(_body(e.text))
-        ),
-        default=None,
+        (n for n in unraised.get(h.file, ()) if 0 < h.line - n <= TRACEBACK_LINES), default=None
     )
     return header is not None and not any(
         o is not c and o.head is not None and o.file == h.file and header < o.head.line < h.line
@@ -2607,7 +2616,7 @@ def _pid_in_sequence(
     if len(pairs) < 3 or not min(p for p, _ in pairs) < pid < max(p for p, _ in pairs):
         return None
     off = _rank_offset(pairs)
-    return pid + off if off is not None and len(pairs) >= 3 else None
+    return pid + off if off is not None else None
 
 
 #: NCCL's own prefix on every line: ``host:pid:tid [device]`` (the thread is
@@ -3393,7 +3402,7 @@ def _nested_exceptions(cands: list[Incident], table: pa.Table, reader: Any) -> l
             ev = next(
                 (
                     m
-                    for o in (c, *cands)
+                    for o in cands
                     for m in o.members
                     if m.file == head.file and m.line == n and m.index >= 0
                 ),
