@@ -3295,6 +3295,97 @@ def test_a_request_error_the_server_served_past_is_not_its_failure(tmp_path) -> 
     assert d.initiating is not None and d.initiating.line == 7, d.initiating
 
 
+def _stopped_server(engine_error: bool) -> list[str]:
+    """A vLLM 0.7 server that started, served, then was stopped by SIGTERM
+    (with ``engine_error``: its engine died first)."""
+    eng = "ERROR 04-18 15:05:59 engine.py:389] "
+    died = [
+        "ERROR 04-18 15:05:58 engine.py:140] RuntimeError: CUDA error: an illegal memory access"
+    ]
+    return [
+        "INFO:     Application startup complete.",
+        'INFO:     127.0.0.1:41872 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        *(died if engine_error else []),
+        "INFO 04-18 15:05:59 launcher.py:59] Shutting down FastAPI HTTP server.",
+        f"{eng}MQLLMEngine terminated",
+        f"{eng}Traceback (most recent call last):",
+        f'{eng}  File "/vllm/engine/multiprocessing/engine.py", line 374, in signal_handler',
+        f'{eng}    raise KeyboardInterrupt("MQLLMEngine terminated")',
+        f"{eng}KeyboardInterrupt: MQLLMEngine terminated",
+        "ERROR 04-18 15:06:00 multiproc_worker_utils.py:124] Worker VllmWorkerProcess pid "
+        "1646375 died, exit code: -15",
+        "INFO:     Shutting down",
+    ]
+
+
+def test_what_a_started_server_prints_after_its_orderly_shutdown_is_teardown(tmp_path) -> None:
+    d = _diagnosed(tmp_path, "vllm.log", _stopped_server(engine_error=False))
+    assert d.initiating is None, d.initiating
+    d = _diagnosed(tmp_path, "vllm.log", _stopped_server(engine_error=True))
+    assert d.initiating is not None and d.initiating.line == 3, d.initiating
+    # a server that never finished starting has no orderly shutdown to make
+    d = _diagnosed(tmp_path, "vllm.log", _stopped_server(engine_error=False)[2:])
+    assert d.initiating is not None and d.initiating.line > 1, d.initiating
+
+
+def _mlperf_run(then: list[str], ended: bool = True) -> list[str]:
+    """An MLPerf run that logs run_stop success, its script's end (``ended``), then ``then``."""
+    stop = (
+        ':::MLLOG {"namespace": "", "time_ms": 1634723674548, "event_type": "INTERVAL_END", '
+        '"key": "run_stop", "value": null, "metadata": {"file": "logger.py", "status": "success"}}'
+    )
+    return [
+        "STARTING TIMING RUN AT 2021-10-20 09:11:49 AM",
+        "epoch 1 step=10 loss 3.5",
+        "epoch 2 step=20 loss 2.9",
+        stop,
+        "+ set +x",
+        *(["ENDING TIMING RUN AT 2021-10-20 12:18:25 PM"] if ended else []),
+        *then,
+    ]
+
+
+def test_a_cancel_after_the_run_script_ended_is_not_the_runs_failure(tmp_path) -> None:
+    cancel = (
+        "slurmstepd: error: *** STEP 8437.6 ON hpc-pg0-12 CANCELLED AT 2021-10-20T12:18:26 "
+        "DUE TO TIME LIMIT ***"
+    )
+    d = _diagnosed(tmp_path, "result_1.txt", _mlperf_run([cancel]))
+    assert d.initiating is None, d.initiating
+    # without the script's own end the cancel may have cut what came after the loop
+    d = _diagnosed(tmp_path, "result_1.txt", _mlperf_run([cancel], ended=False))
+    assert d.initiating is not None and "TIME LIMIT" in d.initiating.text, d.initiating
+    # nor when the next run had started before the cancel
+    later = _mlperf_run(
+        ["STARTING TIMING RUN AT 2021-10-20 12:18:30 PM", "epoch 1 step=10 loss 3.4"]
+    )
+    d = _diagnosed(tmp_path, "result_1.txt", [*later, cancel])
+    assert d.initiating is not None and "TIME LIMIT" in d.initiating.text, d.initiating
+
+
+def test_a_traceback_of_the_interpreters_exit_after_completion_is_teardown(tmp_path) -> None:
+    def finalizer(module: str, func: str) -> list[str]:
+        return [
+            "Traceback (most recent call last):",
+            f'  File "/usr/lib/python3.10/{module}", line 300, in {func}',
+            "    finalizer()",
+            '  File "/usr/lib/python3.10/multiprocessing/synchronize.py", line 87, in _cleanup',
+            "    sem_unlink(name)",
+            "FileNotFoundError: [Errno 2] No such file or directory",
+        ]
+
+    d = _diagnosed(
+        tmp_path,
+        "result_1.txt",
+        _mlperf_run(finalizer("multiprocessing/util.py", "_run_finalizers")),
+    )
+    assert d.initiating is None, d.initiating
+    d = _diagnosed(
+        tmp_path, "result_1.txt", _mlperf_run(finalizer("site-packages/ssd/train.py", "main"))
+    )
+    assert d.initiating is not None and "FileNotFoundError" in d.initiating.text, d.initiating
+
+
 def test_an_error_word_kilobytes_into_a_line_is_no_failure(tmp_path) -> None:
     """vLLM logs each request's prompt at INFO on one line; an error word
     2 KB into it is the prompt's, and the window the scanner keeps of so

@@ -67,6 +67,11 @@ def test_generated_jobs(report: EvalReport) -> None:
 # Real healthy controls the diagnosis still flags, each scored at first sight
 # (tests/corpus/arrivals.json) and kept so the figures count them.
 KNOWN_FALSE_ALARMS = {
+    "2210-pytorch-mpi-backend-openmpi-ucx-cuda-ipc-register-errors-fallback-completes-cori-gpu-healthy": (
+        "UCX's ERROR-level 'cuIpcGetMemHandle ... is failed. ret:invalid device context' on rank 1 "
+        "while the broadcast falls back to another transport; the script prints its results and "
+        "exits without any line that says it finished: the UCX error is named"
+    ),
     "2177-jax-gcloud-ssh-tpu-v2-32-4host-mnist-cuinit-noise-healthy": (
         "TensorFlow's W-level 'failed call to cuInit: UNKNOWN ERROR (303)' on TPU hosts without "
         "CUDA, and no line that says the Flax example finished: the warning is named"

@@ -1007,16 +1007,47 @@ def rank_events(
     # a peer's store going away, or a warning, after the end: teardown
     unraised = _unraised_headers(events) if completed else {}
     last_line = functools.cache(reader.last_line) if completed and reader is not None else None
+    # a server that had started and then announced its own orderly shutdown:
+    # what its processes print after that is the shutdown (signals relayed to
+    # the engine and its workers), not a failure
+    stops = _shutdown_lines(events, ends, kb) if completed else []
+    # the job's own script ended in order after its completion line: a
+    # scheduler's cancel printed after that into the same output found the
+    # run over (another file's later cancel may have stopped a later run)
+    over = (
+        [
+            e
+            for e in events
+            if "exit" in marks(kb, e.signature) and any(_printed_before(x, e) for x in ends)
+        ]
+        if completed
+        else []
+    )
     torn_down = {
         id(c)
         for c in cands
         if completed
         and (
-            _store_lost_late(c, kb)
-            or _thread_exception(c, cands, unraised)
-            or (_plain_error_word(c) and _printed_more(c, last_line))
+            (
+                (
+                    _store_lost_late(c, kb)
+                    or _thread_exception(c, cands, unraised)
+                    or (_plain_error_word(c) and _printed_more(c, last_line))
+                )
+                and any(_after(c, e) for e in ends)
+            )
+            or any(_after(c, s) for s in stops)
+            or (
+                reader is not None
+                and any(_after(c, e) for e in ends)
+                and _raised_at_exit(c, table, reader)
+            )
+            or (
+                c.head is not None
+                and "scheduler-teardown" in marks(kb, c.head.signature)
+                and _ended_before(c.head, over, events, kb)
+            )
         )
-        and any(_after(c, e) for e in ends)
     }
     outlived = [
         c.head
@@ -1148,7 +1179,9 @@ def rank_events(
         if outlived:
             why = [
                 "the job printed its completion line, and nothing it printed stopped it "
-                "(errors before that line, warnings anywhere): "
+                "(errors before that line, warnings anywhere"
+                + (f", what followed the server's shutdown at {stops[0].where()}" if stops else "")
+                + "): "
                 + ", ".join(f"{e.signature} at {e.where()}" for e in outlived[:3])
             ]
         return Ranking(
@@ -1746,6 +1779,38 @@ def _orderly_exit(
     return None
 
 
+#: lines between a script's last exit line and a scheduler's cancel that still
+#: make the cancel the end of an ended run (a rank's echo each: srun -l tasks)
+EXIT_TO_CANCEL_LINES = 64
+
+
+def _ended_before(h: Event, exits: Sequence[Event], events: Sequence[Event], kb: Any) -> bool:
+    """Whether scheduler teardown ``h`` follows, in the same output and within
+    :data:`EXIT_TO_CANCEL_LINES`, one of ``exits`` with no progress line and
+    no error between (no next run had started)."""
+    near = [x for x in exits if x.file == h.file and 0 < h.line - x.line <= EXIT_TO_CANCEL_LINES]
+    if not near:
+        return False
+    start = min(x.line for x in near)
+    quiet = {"exit", "completion", "scheduler-teardown"}
+    return not any(
+        (e.role != "context" and not quiet & set(marks(kb, e.signature)))
+        or field_number(e.fields, STEP_FIELDS) is not None
+        for e in events
+        if e.file == h.file and start < e.line < h.line
+    )
+
+
+def _shutdown_lines(events: Sequence[Event], ends: Sequence[Event], kb: Any) -> list[Event]:
+    """The ``shutdown`` lines printed after one of the job's completion lines
+    (a server that never finished starting has no orderly shutdown to make)."""
+    return [
+        e
+        for e in events
+        if "shutdown" in marks(kb, e.signature) and any(_printed_before(end, e) for end in ends)
+    ]
+
+
 def _completion_lines(events: Sequence[Event], kb: Any) -> list[Event]:
     """The lines that say the job finished: ``completion`` lines that no
     progress line of their file follows with a higher step (a "done" printed
@@ -2139,6 +2204,31 @@ def _thread_exception(
         o is not c and o.head is not None and o.file == h.file and header < o.head.line < h.line
         for o in cands
     )
+
+
+#: the outermost frame of a traceback raised by the interpreter's own exit
+#: machinery: multiprocessing's finalizers (a semaphore or shared memory
+#: already unlinked), atexit callbacks, concurrent.futures' and threading's
+#: shutdown hooks
+_EXIT_FRAME = re.compile(
+    r'File "[^"]*(?:multiprocessing/util\.py", line \d+, in (?:_run_finalizers|_exit_function)'
+    r'|/atexit\.py"|concurrent/futures/thread\.py", line \d+, in _python_exit'
+    r'|threading\.py", line \d+, in _shutdown)'
+)
+
+
+def _raised_at_exit(c: Incident, table: pa.Table, reader: Any) -> bool:
+    """Whether ``c``'s exception line ends a traceback whose outermost frame is
+    the interpreter's exit machinery (multiprocessing's finalizers cleaning up
+    a semaphore that is already gone): the program had returned."""
+    h = c.head
+    if h is None or h.index < 0:
+        return False
+    lines = _around(h, table, reader, TRACEBACK_LINES, 0)
+    for k in range(len(lines) - 2, -1, -1):
+        if _body(lines[k][1]).startswith("Traceback (most recent call last)"):
+            return k + 1 < len(lines) and _EXIT_FRAME.search(lines[k + 1][1]) is not None
+    return False
 
 
 def _after(c: Incident, end: Event) -> bool:

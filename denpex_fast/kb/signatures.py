@@ -162,6 +162,9 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "answers others successfully",
         "request-served": "a server's access line answering a request successfully: three after "
         "an error record show the server went on serving past it",
+        "shutdown": "a server announces that it is shutting down in order (asked to stop by a "
+        "signal or by its operator): after the server had started, what any process prints "
+        "after this line is that shutdown's teardown; errors before it are named as usual",
         "store-host": "printed by the process that hosts the rendezvous store (the TCPStore "
         "master): with env:// or tcp:// initialisation that is rank 0, so a line without a rank "
         "of its own is rank 0's",
