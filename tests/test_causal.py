@@ -3386,6 +3386,31 @@ def test_a_traceback_of_the_interpreters_exit_after_completion_is_teardown(tmp_p
     assert d.initiating is not None and "FileNotFoundError" in d.initiating.text, d.initiating
 
 
+def test_a_steps_oom_kill_report_takes_the_task_srun_names(tmp_path) -> None:
+    """slurmstepd's report says "some of the step tasks" and carries the label
+    of the stream it was written to; srun's account beside it names the task."""
+
+    def job(account: str) -> list[str]:
+        return [
+            "0: [Rank 0] (after 1 iterations) memory (MB) | allocated: 7063.2 | reserved: 35048.0",
+            "2: [Rank 2] (after 1 iterations) memory (MB) | allocated: 7063.2 | reserved: 35048",
+            "0: slurmstepd: error: Detected 1 oom_kill event in StepId=17109804.0. Some of the "
+            "step tasks have been OOM Killed.",
+            account,
+            "srun: Terminating StepId=17109804.0",
+        ]
+
+    d = _diagnosed(
+        tmp_path, "slurm-17109804.out", job("srun: error: nid008576: task 2: Out Of Memory")
+    )
+    assert d.initiating is not None and d.initiating.line == 3, d.initiating
+    assert d.initiating.rank == 2 and d.initiating.host == "nid008576", d.initiating
+    d = _diagnosed(
+        tmp_path, "slurm-17109804.out", job("srun: error: nid008576: tasks 0-3: Out Of Memory")
+    )
+    assert d.initiating is not None and d.initiating.rank != 2, d.initiating
+
+
 def test_an_error_word_kilobytes_into_a_line_is_no_failure(tmp_path) -> None:
     """vLLM logs each request's prompt at INFO on one line; an error word
     2 KB into it is the prompt's, and the window the scanner keeps of so

@@ -892,6 +892,7 @@ def rank_events(
     _rank_table_ranks(live)  # pid and device first: one process may hold several ranks
     _pid_ranks(live)
     _signal_ranks(live)
+    _oom_report_ranks(live)
     _reported_ranks(live)
     for e in live:
         if e.rank is None and "store-host" in marks(kb, e.signature):
@@ -1891,6 +1892,33 @@ def _signal_ranks(events: Sequence[Event]) -> None:
             r = process.get((handler["host"], handler["pid"]))
             if r is not None:
                 e.rank = r
+
+
+# Slurm's step daemon reports that "some of the step tasks" were OOM-killed
+# without naming one (and its line carries whichever task label its stream
+# had); srun's account beside it names the task: "task 2: Out Of Memory"
+_OOM_REPORT = re.compile(r"\berror: Detected \d+ oom_kill events? in StepId")
+_OOM_ACCOUNT = re.compile(r"srun: error: (?P<host>\S+): task (?P<task>\d+): Out Of Memory")
+
+
+def _oom_report_ranks(live: Sequence[Event]) -> None:
+    """Give a step's OOM-kill report the task srun's account beside it names
+    (within :data:`ACCOUNT_LINES` after it, one task only)."""
+    reports = [e for e in live if _OOM_REPORT.search(e.text)]
+    if not reports:
+        return
+    accounts: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    for e in live:
+        if (m := _OOM_ACCOUNT.search(e.text)) is not None:
+            accounts[e.file].append((e.line, int(m["task"]), m["host"]))
+    for e in reports:
+        named = {
+            (t, h) for line, t, h in accounts.get(e.file, ()) if 0 < line - e.line <= ACCOUNT_LINES
+        }
+        if len({t for t, _ in named}) == 1:
+            task, host = next(iter(named))
+            e.rank = task
+            e.host = e.host or host
 
 
 def _demote_accounts(cands: list[Incident], kb: Any) -> None:
