@@ -3411,6 +3411,29 @@ def test_a_steps_oom_kill_report_takes_the_task_srun_names(tmp_path) -> None:
     assert d.initiating is not None and d.initiating.rank != 2, d.initiating
 
 
+def test_the_tail_of_a_torn_debug_line_is_no_failure(tmp_path) -> None:
+    """srun -l labels again a line that one of its reads ended inside: the
+    tail keeps the error words of a DEBUG probe and loses its level."""
+    dbg = "1: [1581715402.2397{k}] [cgpu12:42394:0]           sock.c:32   UCX  DEBUG "
+    probe = "ioctl(req=35093, ifr_name={nic}) failed: Cannot assign requested address"
+    lines = [
+        dbg.format(k=10) + probe.format(nic="ib2"),
+        dbg.format(k=27) + probe.format(nic="ib0"),
+        dbg.format(k=60) + probe.format(nic="eth1"),
+        dbg.format(k=75) + "ioc",
+        "1: " + probe.format(nic="eth2")[3:],
+        dbg.format(k=81) + probe.format(nic="eth0"),
+        "0: [1581715406.914568] [cgpu12:42393:2]    cuda_ipc_md.c:62   UCX  ERROR "
+        "cuCtxGetDevice(&cu_device) is failed. ret:invalid device context",
+    ]
+    d = _diagnosed(tmp_path, "slurm-451863.out", lines)
+    assert d.initiating is not None and d.initiating.line == 7, d.initiating
+    # a line of its own that merely starts in lower case stays a candidate
+    lines[4] = "1: failed to open /data/shard-00017.bin: No such file or directory (errno 2)"
+    d = _diagnosed(tmp_path, "slurm-451863.out", lines)
+    assert d.initiating is not None and d.initiating.line == 5, d.initiating
+
+
 def test_an_error_word_kilobytes_into_a_line_is_no_failure(tmp_path) -> None:
     """vLLM logs each request's prompt at INFO on one line; an error word
     2 KB into it is the prompt's, and the window the scanner keeps of so

@@ -989,6 +989,8 @@ def rank_events(
     if reader is not None:
         _exception_lines(virtual, table, reader, kb)
     cands += virtual
+    if reader is not None:
+        cands = _drop_torn_fragments(cands, table, reader, kb)
     named = {id(c) for c in cands}
     cands = _yield_warned(cands, kb)
     cands = _trained_past_warnings(cands, events)
@@ -2528,6 +2530,49 @@ def _join_by_pid(cands: list[Incident], kb: Any) -> list[Incident]:
         else:
             seen[key] = len(out)
             out.append(c)
+    return out
+
+
+#: lines read on each side of an open-world line for the narrated lines it may be torn from
+TORN_LINES = 24
+#: characters of a fragment's end compared with its neighbours' ends
+TORN_TAIL = 40
+_TORN_START = re.compile(r"[a-z_]")
+
+
+def _drop_torn_fragments(
+    cands: list[Incident], table: pa.Table, reader: Any, kb: Any
+) -> list[Incident]:
+    """An open-world line that is the tail of an INFO/DEBUG line torn in two.
+
+    A launcher that labels the chunks it relays (``srun -l``) labels a line
+    again where a read ended inside it: ``1: ... UCX  DEBUG ioc`` then
+    ``1: tl(req=35093, ifr_name=eth2) failed: Cannot assign requested
+    address``.  The tail has lost the level that made its head a probe's
+    narration.  It is known by starting inside a word (a lower-case letter,
+    no level, no exception class) and ending word for word, numbers aside,
+    like two or more narrated lines around it."""
+    out = []
+    for c in cands:
+        h = c.head
+        if (
+            h is not None
+            and h.index >= 0
+            and len(c.members) == 1
+            and _catch_all_head(c, kb)
+            and _TORN_START.match(body := _body(h.text))
+            and len(body) >= TORN_TAIL
+        ):
+            tail = _DIGITS.sub("#", body)[-TORN_TAIL:]
+            around = _around(h, table, reader, TORN_LINES, TORN_LINES)
+            alike = sum(
+                1
+                for n, text in around
+                if n != h.line and narrated(text) and _DIGITS.sub("#", text).endswith(tail)
+            )
+            if alike >= 2:
+                continue
+        out.append(c)
     return out
 
 
