@@ -3434,6 +3434,105 @@ def test_the_tail_of_a_torn_debug_line_is_no_failure(tmp_path) -> None:
     assert d.initiating is not None and d.initiating.line == 5, d.initiating
 
 
+def test_rays_cxx_info_lines_and_generations_printed_as_data_are_no_failure(tmp_path) -> None:
+    ray = (
+        "[2023-12-23 09:14:18,040 {lvl} 281468 281468] global_state_accessor.cc:374: This node "
+        "has an IP address of 192.168.251.104, but we cannot find a local Raylet with the same "
+        "address. This can happen when you connect to the Ray cluster with a different IP address."
+    )
+    gen = (
+        "Prompt: 'Document this function', Generated text: ' error: function(response) "
+        "{ ShowErrorBox(response.message) }'"
+    )
+    lines = [
+        ray.format(lvl="I"),
+        gen,
+        "ValueError: Total number of hidden layers (80) must be divisible",
+    ]
+    d = _diagnosed(tmp_path, "vllm_914.err", lines)
+    assert d.initiating is not None and d.initiating.line == 3, d.initiating
+    # the same words at Ray's ERROR level are a candidate
+    lines[0] = ray.format(lvl="E")
+    d = _diagnosed(tmp_path, "vllm_914.err", lines)
+    assert d.initiating is not None and d.initiating.line == 1, d.initiating
+
+
+def test_ray_stop_after_the_last_progress_is_the_jobs_own_end(tmp_path) -> None:
+    bar = "Processed prompts: {p}%|#####     | {n}/100 [00:{s}<00:10,  1.1s/it]"
+    lines = [
+        "2023-12-23 09:45:00,000\tINFO worker.py:1489 -- Connecting to existing Ray cluster",
+        bar.format(p=40, n=40, s=20),
+        bar.format(p=95, n=95, s=51),
+        "2023-12-23 09:47:16,389\tINFO scripts.py:1121 -- 1/1 stopped.",
+    ]
+    d = _diagnosed(tmp_path, "vllm_921.out", lines)
+    assert d.verdict == "stopped", d.verdict
+    lines.append("2023-12-23 09:47:16,390\tSUCC scripts.py:1166 -- Stopped all 6 Ray processes.")
+    d = _diagnosed(tmp_path, "vllm_921.out", lines)
+    assert d.verdict == "no-failure-found", d.verdict
+
+
+def test_a_kernel_assertion_names_the_failure_before_the_launch_error(tmp_path) -> None:
+    lines = [
+        "[06/24 11:20:40] ppdet.engine INFO: Eval iter: 0",
+        "Error: /paddle/paddle/phi/kernels/funcs/gather.cu.h:68 Assertion `index_value >= 0 && "
+        "index_value < input_dims[j]` failed. The index is out of bounds, please check whether "
+        "the dimensions of index and input meet the requirements.",
+        "Traceback (most recent call last):",
+        '  File "tools/eval.py", line 12, in <module>',
+        "OSError: (External) CUDA error(719), unspecified launch failure.",
+    ]
+    d = _diagnosed(tmp_path, "workerlog.0", lines)
+    assert d.initiating is not None and d.initiating.line == 2, d.initiating
+    assert d.initiating.signature == "cuda-kernel-assertion-failed", d.initiating
+
+
+def test_a_threads_traceback_is_named_by_its_exception_line(tmp_path) -> None:
+    """The header over a thread's traceback says which thread; the exception
+    line says what failed, even when its message quotes another traceback."""
+    lines = [
+        "W0820 17:14:53.647742 15390 gpu_resources.cc:149] device: 0, cuDNN Version: 8.2.",
+        "Exception in thread Thread-2:",
+        "Traceback (most recent call last):",
+        '  File "/envs/paddle/lib/python3.8/threading.py", line 932, in _bootstrap_inner',
+        "    self.run()",
+        '  File "/envs/paddle/lib/python3.8/site-packages/paddle/io/dataloader/worker.py", '
+        "line 178, in reraise",
+        "    raise self.exc_type(msg)",
+        "KeyError: 'DataLoader worker(1) caught KeyError with message:\\nTraceback (most recent "
+        "call last):\\n  File \"gt_sampler.py\", line 9, in sample\\nKeyError: \\'Car\\'\\n'",
+        "Traceback (most recent call last):",
+        '  File "tools/train.py", line 265, in <module>',
+        "SystemError: (Fatal) Blocking queue is killed because the data reader raises an exception.",
+    ]
+    d = _diagnosed(tmp_path, "workerlog.0", lines)
+    assert d.initiating is not None and d.initiating.line == 8, d.initiating
+
+
+def test_nccls_last_error_detail_yields_to_the_warn_it_repeats(tmp_path) -> None:
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / "vllm.out").write_text(
+        "INFO 12-26 10:31:00 llm_engine.py:72] Initializing an LLM engine\n"
+        "(RayWorkerVllm pid=57653) hepgpu1:57653:58411 [0] transport.cc:154 NCCL WARN Cuda "
+        "failure 'invalid argument'\n"
+    )
+    (tmp_path / "job" / "vllm.err").write_text(
+        "Traceback (most recent call last):\n"
+        '  File "distributed_c10d.py", line 1597, in send\n'
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1333, unhandled "
+        "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "Last error:\n"
+        "Cuda failure 'invalid argument'\n"
+        "srun: error: hepgpu1: task 0: Exited with exit code 1\n"
+    )
+    from denpex_fast import diagnose
+
+    d = diagnose(tmp_path / "job")
+    assert d.initiating is not None and d.initiating.file.endswith("vllm.out"), d.initiating
+    assert d.initiating.line == 2, d.initiating
+
+
 def test_an_error_word_kilobytes_into_a_line_is_no_failure(tmp_path) -> None:
     """vLLM logs each request's prompt at INFO on one line; an error word
     2 KB into it is the prompt's, and the window the scanner keeps of so

@@ -76,7 +76,15 @@ from .incidents import (
     triggers,
     without,
 )
-from .levels import advice, goes_on, logged_error, narrated, shell_test_rejected, warned
+from .levels import (
+    advice,
+    goes_on,
+    logged_error,
+    model_output,
+    narrated,
+    shell_test_rejected,
+    warned,
+)
 
 SEVERITY_WEIGHT = {"fatal": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -364,6 +372,7 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
                     or (goes_on(text) and sig.phase != "numerics")
                     or shell_test_rejected(text)
                     or advice(text)
+                    or model_output(text)
                     or len(text.encode("utf-8", "surrogatepass")) < reach[i]
                 )
             ):
@@ -374,7 +383,8 @@ def build_events(table: pa.Table, kb: Any) -> list[Event]:
                 # nor kilobytes into a line (a prompt, a config or metrics
                 # dump: an error report starts with its error), nor a shell's
                 # `[` rejecting its operands (the test is false, the script goes on),
-                # nor advice about what may go wrong ("you may encounter an OOM if ...")
+                # nor advice about what may go wrong ("you may encounter an OOM if ..."),
+                # nor a model's generated text printed as data
                 role = "context"
         events.append(
             Event(
@@ -904,6 +914,7 @@ def rank_events(
     cands = _join_by_pid(assemble(live, kb, exit_code=failed_exit), kb)
     _demote_accounts(cands, kb)
     _demote_wrapped(cands, live, kb)
+    _demote_echoes(cands, live, kb)
     _promote_reports(cands)
     _demote_terminated(cands)
     _demote_caused(cands, live, kb)
@@ -1947,6 +1958,31 @@ def _demote_accounts(cands: list[Incident], kb: Any) -> None:
     }
     for c, acc in zip(cands, account):
         if acc and c.rank in own:
+            c.tier = TIER_COLLATERAL
+
+
+#: the shortest echoed message compared with the lines it may repeat
+ECHO_CHARS = 12
+_LAST_ERROR = re.compile(r"Last error:\s*")
+
+
+def _demote_echoes(cands: list[Incident], live: Sequence[Event], kb: Any) -> None:
+    """An incident named by an ``echo`` line (NCCL's ``Last error:`` detail)
+    is collateral when a ``WARN`` line of the job ends with the same message:
+    that line is the report the process printed when it failed, with its
+    ``host:pid:tid``, and the echo came back later inside the Python error."""
+    warns = [e for e in live if " WARN " in e.text and "echo" not in marks(kb, e.signature)]
+    if not warns:
+        return
+    for c in cands:
+        h = c.head
+        if h is None or "echo" not in marks(kb, h.signature):
+            continue
+        m = _LAST_ERROR.search(h.text)
+        said = (h.text[m.end() :] if m else _body(h.text)).strip()
+        if len(said) < ECHO_CHARS:
+            continue
+        if any(e.text.rstrip().endswith(said) and e not in c.members for e in warns):
             c.tier = TIER_COLLATERAL
 
 
@@ -4284,6 +4320,11 @@ def _typed_command(text: str) -> bool:
     return _TYPED_COMMAND.match(_body(_PROMPT_COLOUR.sub("", text))) is not None
 
 
+#: an exception line whose message goes on past its class (a worker's
+#: traceback carried in the message of the exception re-raised for it)
+_QUOTES_TRACEBACK = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt): \S")
+
+
 def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
     """Row indices of catch-all matches on lines another signature also matched,
     and of a family's common form (``family`` mark) on lines an entry that
@@ -4302,12 +4343,13 @@ def shadowed(events: Sequence[Event], kb: Any) -> set[int]:
         return "catch-all" in marks(kb, e.signature)
 
     def defers(e: Event) -> bool:  # an error's wrapper whose message no entry read
-        # (a traceback's header is no wrapper: the exception line after it says what failed)
-        return (
-            e.role == "context"
-            and e.severity in ("error", "fatal")
-            and "traceback-start" not in marks(kb, e.signature)
-        )
+        # (a traceback's header is no wrapper: the exception line after it says
+        # what failed; but a header quoted in an exception's message, "KeyError:
+        # 'DataLoader worker(1) caught KeyError with message:\nTraceback (most
+        # recent call last):...", is that exception line's text, not a header)
+        if "traceback-start" in marks(kb, e.signature):
+            return _QUOTES_TRACEBACK.match(_body(e.text or "")) is not None
+        return e.role == "context" and e.severity in ("error", "fatal")
 
     def family(e: Event) -> bool:
         return "family" in marks(kb, e.signature)

@@ -5,7 +5,8 @@ glog's ``I1016 12:00:00.123456   42 file.py:895]`` (PyTorch's c10 logger
 writes it without the thread id, torch.distributed's Python loggers with the
 file's whole path, behind torchrun's ``[rank0]:`` tag), SageMaker's
 ``[<time> <host>:<pid> INFO file.py:27]``, TensorFlow's and XLA's C++ logger
-``2024-03-06 06:26:42.468543: W tensorflow/.../py_utils.cc:38]``, Python logging's
+``2024-03-06 06:26:42.468543: W tensorflow/.../py_utils.cc:38]``, Ray's C++ core
+``[2023-12-23 09:43:09,106 I 157479 157479] global_state_accessor.cc:374:``, Python logging's
 ``INFO:name:``, ``- INFO -``, ``| INFO |``, ``[INFO]``, vLLM's ``INFO 10-16
 12:00:00``, NCCL's ``NCCL INFO``, UCX's level column, libfabric's ``<info>``.
 """
@@ -24,6 +25,8 @@ def _level(letter: str, words: str, *own: str) -> re.Pattern[str]:
         rf"(?:^|[\s\])|]|\[(?={letter}\d{{3,4}} )|(?<=\]:)(?={letter}\d{{3,4}} ))(?:"
         rf"{letter}\d{{3,4}} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w./-]+:\d+\]"
         rf"|(?<=\d\d:\d\d:\d\d\.\d{{6}}: ){letter} [\w./-]+:\d+\]"
+        # Ray's C++ core logger: "[2023-12-23 09:43:09,106 I 157479 157479] file.cc:374:"
+        rf"|\[\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d,\d{{3}} {letter} \d+ \d+\] "
         rf"|(?:{words})(?::[\w.]*:| - | \| |\] | \d\d-\d\d \d\d:\d\d| [\w.-]+\.py:\d+\])"
         rf"|\[(?:{words})[\]|]" + "".join(f"|{form}" for form in own) + ")"
     )
@@ -38,6 +41,7 @@ _NARRATED = _level(
     r"NCCL INFO ",
     # UCX's level column ("sock.c:32   UCX  DEBUG ioctl(...) failed"), libfabric's "<info>"
     r"UCX +(?:DIAG|INFO|DEBUG|TRACE|REQ|DATA|ASYNC|FUNC|POLL) ",
+    r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} D \d+ \d+\] ",  # Ray's C++ DEBUG
     r"\(\):\d+<(?:info|debug|trace)> ",
 )
 LEVEL_WITHIN = 120  # a level word further in is quoted text, not the line's own
@@ -144,3 +148,17 @@ def advice(text: str) -> bool:
     """True when ``text`` (its message, past a collector's prefix) is advice
     about what may go wrong, not a report that it did."""
     return _ADVICE.search(text[collector_length(text) :].lstrip()) is not None
+
+
+# A generation printed as data: vLLM's offline-inference examples (and the
+# scripts copied from them) print ``Prompt: '...', Generated text: '...'``
+# per request, the model's words as Python reprs on one line.  Error words
+# in them are what the model wrote, not what the program did.
+# (the kept window of a long line may end before "Generated text")
+_GENERATION = re.compile(r"^Prompt: (?:'|\")")
+
+
+def model_output(text: str) -> bool:
+    """True when ``text`` (past a collector's prefix) is a prompt and its
+    generated text printed as data."""
+    return _GENERATION.match(text[collector_length(text) :].lstrip()) is not None

@@ -162,6 +162,9 @@ MARKS: Mapping[str, str] = MappingProxyType(
         "answers others successfully",
         "request-served": "a server's access line answering a request successfully: three after "
         "an error record show the server went on serving past it",
+        "echo": "repeats the message of a line a process printed before (NCCL's 'Last error:' "
+        "detail repeats that process's last WARN): when that line is in the job's logs, it "
+        "names the failure and this one is its echo",
         "shutdown": "a server announces that it is shutting down in order (asked to stop by a "
         "signal or by its operator): after the server had started, what any process prints "
         "after this line is that shutdown's teardown; errors before it are named as usual",
