@@ -3533,6 +3533,34 @@ def test_nccls_last_error_detail_yields_to_the_warn_it_repeats(tmp_path) -> None
     assert d.initiating.line == 2, d.initiating
 
 
+def test_a_message_that_treats_what_it_cannot_read_as_zero_goes_on(tmp_path) -> None:
+    lines = [
+        "Customize Function has been applied to <class 'paddle.nn.layer.norm.SyncBatchNorm'>",
+        "Cannot find suitable count function for <class 'paddle.nn.layer.common.Identity'>. "
+        "Treat it as zero FLOPs.",
+        "Total Flops: 743414146     Total Params: 12109902",
+    ]
+    d = _diagnosed(tmp_path, "workerlog.0", lines)
+    assert d.initiating is None, d.initiating
+    lines[1] = "Cannot find suitable count function for <class 'paddle.nn.layer.common.Identity'>."
+    d = _diagnosed(tmp_path, "workerlog.0", lines)
+    assert d.initiating is not None and d.initiating.line == 2, d.initiating
+
+
+def test_a_wrappers_exit_status_0_after_the_last_progress_is_an_orderly_end(tmp_path) -> None:
+    lines = [
+        '{"rank": 0, "round": 1, "sum": 36.0}',
+        '{"rank": 0, "round": 2, "sum": 36.0}',
+        "step 3/10 allreduce ok",
+    ]
+    d = _diagnosed(tmp_path, "hccl8.log", lines)
+    assert d.verdict == "stopped", d.verdict
+    d = _diagnosed(tmp_path, "hccl8.log", [*lines, "[CED-LOCK] command exited: 0"])
+    assert d.verdict == "no-failure-found", d.verdict
+    d = _diagnosed(tmp_path, "hccl8.log", [*lines, "[CED-LOCK] command exited: 1"])
+    assert d.verdict != "no-failure-found", d.verdict
+
+
 def test_an_error_word_kilobytes_into_a_line_is_no_failure(tmp_path) -> None:
     """vLLM logs each request's prompt at INFO on one line; an error word
     2 KB into it is the prompt's, and the window the scanner keeps of so

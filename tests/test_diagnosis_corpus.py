@@ -67,6 +67,14 @@ def test_generated_jobs(report: EvalReport) -> None:
 # Real healthy controls the diagnosis still flags, each scored at first sight
 # (tests/corpus/arrivals.json) and kept so the figures count them.
 KNOWN_FALSE_ALARMS = {
+    "2272-mlx-distributed-mpirun-kubeflow-trainjob-3node-1gpu-each-mnist-15-epochs-healthy": (
+        "the job's log ends with its last epoch line and 'Exporting MNIST model to S3': no line "
+        "says the run finished or exited, so it is reported stopped after its last progress"
+    ),
+    "2273-pytorch-ddp-gloo-kubeflow-pytorchjob-master-3-workers-fashion-mnist-1-epoch-master-log-healthy": (
+        "the master pod's log ends at 'Train Epoch: 0 [59840/60000 (100%)]' of a one-epoch job "
+        "whose epoch count the log never states: reported stopped after its last progress"
+    ),
     "2210-pytorch-mpi-backend-openmpi-ucx-cuda-ipc-register-errors-fallback-completes-cori-gpu-healthy": (
         "UCX's ERROR-level 'cuIpcGetMemHandle ... is failed. ret:invalid device context' on rank 1 "
         "while the broadcast falls back to another transport; the script prints its results and "

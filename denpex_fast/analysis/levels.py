@@ -89,11 +89,13 @@ def narrated(text: str) -> bool:
 
 # A message that says, in its own words, that the program goes on past what
 # it reports: "Failed to download font: IBM Plex Sans, skipping!", "...,
-# continuing without it", "falling back to ...".  Only the words at the end of
-# the message count: a failure quoted in front of them is the thing skipped.
+# continuing without it", "falling back to ...", "Treat it as zero FLOPs.".
+# Only the words at the end of the message count: a failure quoted in front
+# of them is the thing skipped.
 _GOES_ON = re.compile(
     r"(?i)(?:[,;:.!-]|\s)\s*(?:skipping|continuing(?: without [\w' -]+| anyway)?"
-    r"|falling back to [\w' ./-]+|ignoring(?: it)?)\s*[.!]*\s*$"
+    r"|falling back to [\w' ./-]+|ignoring(?: it)?|treat(?:ing)? (?:it|them) as [\w' ./-]+)"
+    r"\s*[.!]*\s*$"
 )
 
 
