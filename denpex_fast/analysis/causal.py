@@ -1037,32 +1037,21 @@ def rank_events(
         if completed
         else []
     )
-    torn_down = {
-        id(c)
-        for c in cands
-        if completed
-        and (
-            (
-                (
-                    _store_lost_late(c, kb)
-                    or _thread_exception(c, cands, unraised)
-                    or (_plain_error_word(c) and _printed_more(c, last_line))
-                )
-                and any(_after(c, e) for e in ends)
-            )
-            or any(_after(c, s) for s in stops)
-            or (
-                reader is not None
-                and any(_after(c, e) for e in ends)
-                and _raised_at_exit(c, table, reader)
-            )
-            or (
-                c.head is not None
-                and "scheduler-teardown" in marks(kb, c.head.signature)
-                and _ended_before(c.head, over, events, kb)
-            )
+
+    def teardown(c: Incident) -> bool:
+        """What a completed job printed after its end that was only its teardown."""
+        if any(_after(c, s) for s in stops):
+            return True
+        if c.head is not None and "scheduler-teardown" in marks(kb, c.head.signature):
+            return _ended_before(c.head, over, events, kb)
+        return any(_after(c, e) for e in ends) and (
+            _store_lost_late(c, kb)
+            or _thread_exception(c, cands, unraised)
+            or (_plain_error_word(c) and _printed_more(c, last_line))
+            or (reader is not None and _raised_at_exit(c, table, reader))
         )
-    }
+
+    torn_down = {id(c) for c in cands if completed and teardown(c)}
     outlived = [
         c.head
         for c in cands
