@@ -67,6 +67,14 @@ def test_generated_jobs(report: EvalReport) -> None:
 # Real healthy controls the diagnosis still flags, each scored at first sight
 # (tests/corpus/arrivals.json) and kept so the figures count them.
 KNOWN_FALSE_ALARMS = {
+    "2290-torch-npu-mooncake-pair-2proc-same-host-address-3-rounds-pair-ok-heap-corruption-at-exit-healthy": (
+        "glibc's 'corrupted size vs. prev_size' abort at interpreter exit and a wrapper exit "
+        "status of 1 after the test printed its results: the crash at exit is named"
+    ),
+    "2291-torch-npu-mooncake-mock-kv-consumer-8-virtual-ranks-3-toy-rounds-24-acks-trap-exit-133-healthy": (
+        "the same heap-corruption abort at exit (exit status 133) after the protocol check "
+        "passed: the crash at exit is named"
+    ),
     "2272-mlx-distributed-mpirun-kubeflow-trainjob-3node-1gpu-each-mnist-15-epochs-healthy": (
         "the job's log ends with its last epoch line and 'Exporting MNIST model to S3': no line "
         "says the run finished or exited, so it is reported stopped after its last progress"
