@@ -3561,6 +3561,30 @@ def test_a_wrappers_exit_status_0_after_the_last_progress_is_an_orderly_end(tmp_
     assert d.verdict != "no-failure-found", d.verdict
 
 
+def test_paddles_report_of_the_launchers_sigterm_is_the_others_teardown(tmp_path) -> None:
+    (tmp_path / "log").mkdir()
+    (tmp_path / "log" / "workerlog.0").write_text(
+        "I0412 03:46:20.100000   732 init.cc:88] Before Parse: argc is 2\n"
+        "----------------------\n"
+        "FatalError: `Termination signal` is detected by the operating system.\n"
+        '  [TimeInfo: *** Aborted at 1649735189 (unix time) try "date -d @1649735189" if you '
+        "are using GNU date ***]\n"
+        "  [SignalInfo: *** SIGTERM (@0x2ca) received by PID 732 (TID 0x7fd2feff4780) from "
+        "PID 714 ***]\n"
+    )
+    (tmp_path / "log" / "workerlog.1").write_text(
+        "I0412 03:46:20.200000   733 init.cc:88] Before Parse: argc is 2\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 5, in <module>\n'
+        "NotImplementedError: (Unimplemented) Place CUDAPlace(0) is not supported.\n"
+    )
+    from denpex_fast import diagnose
+
+    d = diagnose(tmp_path / "log")
+    assert d.initiating is not None and d.initiating.file.endswith("workerlog.1"), d.initiating
+    assert d.initiating.line == 4, d.initiating
+
+
 def test_an_error_word_kilobytes_into_a_line_is_no_failure(tmp_path) -> None:
     """vLLM logs each request's prompt at INFO on one line; an error word
     2 KB into it is the prompt's, and the window the scanner keeps of so
