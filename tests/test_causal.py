@@ -340,6 +340,17 @@ def _diagnosed(tmp_path: Path, name: str, lines: list[str]) -> Any:
     return diagnose(log)
 
 
+def _diagnosed_files(tmp_path: Path, files: dict[str, list[str]]) -> Any:
+    """The diagnosis of a job directory holding ``files`` (name -> lines)."""
+    from denpex_fast import diagnose
+
+    job = tmp_path / "job"
+    job.mkdir()
+    for name, lines in files.items():
+        (job / name).write_text("\n".join(lines) + "\n")
+    return diagnose(job)
+
+
 def _two_rank_run(signature: str, text, n: int) -> list[dict]:
     """``n`` rows of ``signature`` on ranks 0 and 1 (``text(rank, i)``), one
     second and ten lines apart."""
@@ -3510,25 +3521,22 @@ def test_a_threads_traceback_is_named_by_its_exception_line(tmp_path) -> None:
 
 
 def test_nccls_last_error_detail_yields_to_the_warn_it_repeats(tmp_path) -> None:
-    (tmp_path / "job").mkdir()
-    (tmp_path / "job" / "vllm.out").write_text(
-        "INFO 12-26 10:31:00 llm_engine.py:72] Initializing an LLM engine\n"
+    out = [
+        "INFO 12-26 10:31:00 llm_engine.py:72] Initializing an LLM engine",
         "(RayWorkerVllm pid=57653) hepgpu1:57653:58411 [0] transport.cc:154 NCCL WARN Cuda "
-        "failure 'invalid argument'\n"
-    )
-    (tmp_path / "job" / "vllm.err").write_text(
-        "Traceback (most recent call last):\n"
-        '  File "distributed_c10d.py", line 1597, in send\n'
+        "failure 'invalid argument'",
+    ]
+    err = [
+        "Traceback (most recent call last):",
+        '  File "distributed_c10d.py", line 1597, in send',
         "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1333, unhandled "
-        "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1\n"
-        "ncclUnhandledCudaError: Call to CUDA function failed.\n"
-        "Last error:\n"
-        "Cuda failure 'invalid argument'\n"
-        "srun: error: hepgpu1: task 0: Exited with exit code 1\n"
-    )
-    from denpex_fast import diagnose
-
-    d = diagnose(tmp_path / "job")
+        "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        "Cuda failure 'invalid argument'",
+        "srun: error: hepgpu1: task 0: Exited with exit code 1",
+    ]
+    d = _diagnosed_files(tmp_path, {"vllm.out": out, "vllm.err": err})
     assert d.initiating is not None and d.initiating.file.endswith("vllm.out"), d.initiating
     assert d.initiating.line == 2, d.initiating
 
@@ -3562,25 +3570,22 @@ def test_a_wrappers_exit_status_0_after_the_last_progress_is_an_orderly_end(tmp_
 
 
 def test_paddles_report_of_the_launchers_sigterm_is_the_others_teardown(tmp_path) -> None:
-    (tmp_path / "log").mkdir()
-    (tmp_path / "log" / "workerlog.0").write_text(
-        "I0412 03:46:20.100000   732 init.cc:88] Before Parse: argc is 2\n"
-        "----------------------\n"
-        "FatalError: `Termination signal` is detected by the operating system.\n"
+    terminated = [
+        "I0412 03:46:20.100000   732 init.cc:88] Before Parse: argc is 2",
+        "----------------------",
+        "FatalError: `Termination signal` is detected by the operating system.",
         '  [TimeInfo: *** Aborted at 1649735189 (unix time) try "date -d @1649735189" if you '
-        "are using GNU date ***]\n"
+        "are using GNU date ***]",
         "  [SignalInfo: *** SIGTERM (@0x2ca) received by PID 732 (TID 0x7fd2feff4780) from "
-        "PID 714 ***]\n"
-    )
-    (tmp_path / "log" / "workerlog.1").write_text(
-        "I0412 03:46:20.200000   733 init.cc:88] Before Parse: argc is 2\n"
-        "Traceback (most recent call last):\n"
-        '  File "train.py", line 5, in <module>\n'
-        "NotImplementedError: (Unimplemented) Place CUDAPlace(0) is not supported.\n"
-    )
-    from denpex_fast import diagnose
-
-    d = diagnose(tmp_path / "log")
+        "PID 714 ***]",
+    ]
+    failed = [
+        "I0412 03:46:20.200000   733 init.cc:88] Before Parse: argc is 2",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 5, in <module>',
+        "NotImplementedError: (Unimplemented) Place CUDAPlace(0) is not supported.",
+    ]
+    d = _diagnosed_files(tmp_path, {"workerlog.0": terminated, "workerlog.1": failed})
     assert d.initiating is not None and d.initiating.file.endswith("workerlog.1"), d.initiating
     assert d.initiating.line == 4, d.initiating
 

@@ -1024,19 +1024,11 @@ def rank_events(
     # a server that had started and then announced its own orderly shutdown:
     # what its processes print after that is the shutdown (signals relayed to
     # the engine and its workers), not a failure
-    stops = _shutdown_lines(events, ends, kb) if completed else []
+    stops = _marked_after(events, ends, kb, "shutdown")
     # the job's own script ended in order after its completion line: a
     # scheduler's cancel printed after that into the same output found the
     # run over (another file's later cancel may have stopped a later run)
-    over = (
-        [
-            e
-            for e in events
-            if "exit" in marks(kb, e.signature) and any(_printed_before(x, e) for x in ends)
-        ]
-        if completed
-        else []
-    )
+    over = _marked_after(events, ends, kb, "exit")
 
     def teardown(c: Incident) -> bool:
         """What a completed job printed after its end that was only its teardown."""
@@ -1804,13 +1796,16 @@ def _ended_before(h: Event, exits: Sequence[Event], events: Sequence[Event], kb:
     )
 
 
-def _shutdown_lines(events: Sequence[Event], ends: Sequence[Event], kb: Any) -> list[Event]:
-    """The ``shutdown`` lines printed after one of the job's completion lines
-    (a server that never finished starting has no orderly shutdown to make)."""
+def _marked_after(
+    events: Sequence[Event], ends: Sequence[Event], kb: Any, mark: str
+) -> list[Event]:
+    """The lines of entries with ``mark`` printed after one of the job's
+    completion lines ``ends`` (none when it has none: a server that never
+    finished starting has no orderly shutdown to make)."""
     return [
         e
         for e in events
-        if "shutdown" in marks(kb, e.signature) and any(_printed_before(end, e) for end in ends)
+        if mark in marks(kb, e.signature) and any(_printed_before(end, e) for end in ends)
     ]
 
 
